@@ -1,0 +1,275 @@
+"""Configuration: where it is found, what it may say, and a clear error for anything else.
+
+The file is TOML. It is looked for in this order: ``--config FILE``, ``$FEEDSYNC_CONFIG``,
+``/etc/feedsync/feedsync.toml``, ``$XDG_CONFIG_HOME/feedsync/feedsync.toml``; with none of
+them, per-user defaults under the XDG directories apply. Every key is declared once in
+``_SCHEMA`` below with its type and default, so an unknown key or a bad value is reported
+naming the key (``poll.timeout``) and the file, in one line. Durations are written
+"90s", "30m", "24h", "7d" or combined ("1h30m").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+SYSTEM_CONFIG = Path("/etc/feedsync/feedsync.toml")
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for the user; the CLI prints it and exits 2."""
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    db: Path
+    snapshot: Path | None
+
+
+@dataclass(frozen=True)
+class PollConfig:
+    lookback: timedelta = timedelta(hours=24)
+    concurrency: int = 8
+    per_host: int = 2
+    timeout: timedelta = timedelta(seconds=30)
+    interval: timedelta = timedelta(minutes=30)
+    max_feed_bytes: int = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    max_attempts: int = 5
+    retry_backoff: timedelta = timedelta(minutes=15)
+    workers: int = 2
+    timeout: timedelta = timedelta(seconds=60)
+    max_page_bytes: int = 5 * 1024 * 1024
+    lease: timedelta = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    url: str
+
+
+@dataclass(frozen=True)
+class Config:
+    storage: StorageConfig
+    poll: PollConfig = field(default_factory=PollConfig)
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    feeds: tuple[FeedConfig, ...] = ()
+    source: Path | None = None  # the file this came from; None for built-in defaults
+
+
+# ---------------------------------------------------------------- value parsers
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_DURATION_UNITS = {
+    "ms": 0.001,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 7 * 86400,
+}
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse "90s", "30m", "24h", "7d", "1h30m"; raises ValueError otherwise."""
+    compact = text.strip().replace(" ", "")
+    parts = _DURATION_PART.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(text)
+    return timedelta(seconds=sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def _duration(value: Any) -> timedelta:
+    if not isinstance(value, str):
+        raise ValueError('expected a duration string like "90s", "30m" or "24h"')
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f'expected a duration like "90s", "30m" or "24h", got "{value}"') from None
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _size(value: Any) -> int:
+    """A byte size: an integer, or "10MB" / "512KB" / "5MiB"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*", value, re.IGNORECASE)
+        if m:
+            unit = (m.group(2) or "B").lower()
+            mult = {
+                "b": 1,
+                "kb": 1000,
+                "kib": 1024,
+                "mb": 10**6,
+                "mib": 2**20,
+                "gb": 10**9,
+                "gib": 2**30,
+            }[unit]
+            if int(m.group(1)) > 0:
+                return int(m.group(1)) * mult
+    raise ValueError(f'expected a size like "10MB" or a number of bytes, got {value!r}')
+
+
+def _path(value: Any) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a file path, got {value!r}")
+    return Path(value).expanduser()
+
+
+def _feed_url(value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"(?i)^https?://[^/\s]+", value.strip()):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.strip()
+
+
+# key -> parser; the dataclass field of the same name receives the parsed value
+_SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "storage": {"db": _path, "snapshot": _path},
+    "poll": {
+        "lookback": _duration,
+        "concurrency": _positive_int,
+        "per_host": _positive_int,
+        "timeout": _duration,
+        "interval": _duration,
+        "max_feed_bytes": _size,
+    },
+    "extract": {
+        "max_attempts": _positive_int,
+        "retry_backoff": _duration,
+        "workers": _positive_int,
+        "timeout": _duration,
+        "max_page_bytes": _size,
+        "lease": _duration,
+    },
+}
+_FEED_KEYS: dict[str, Callable[[Any], Any]] = {"url": _feed_url}
+
+
+# ---------------------------------------------------------------- locating and loading
+
+
+def _xdg(name: str, fallback: str) -> Path:
+    value = os.environ.get(name, "")
+    return Path(value) if value.startswith("/") else Path.home() / fallback
+
+
+def user_config_path() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "feedsync" / "feedsync.toml"
+
+
+def default_storage() -> StorageConfig:
+    """Per-user defaults, used when no file names the database."""
+    data = _xdg("XDG_DATA_HOME", ".local/share") / "feedsync"
+    return StorageConfig(db=data / "feedsync.db", snapshot=None)
+
+
+def find_config_file(explicit: str | None, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The file to read, by the documented order; None means built-in defaults.
+
+    A file named explicitly (flag or environment) must exist; the well-known locations
+    are simply skipped when absent.
+    """
+    named = explicit or environ.get("FEEDSYNC_CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            how = "--config" if explicit else "FEEDSYNC_CONFIG"
+            raise ConfigError(f"config file not found: {path} (from {how})")
+        return path
+    for candidate in (SYSTEM_CONFIG, user_config_path()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(explicit: str | None = None) -> Config:
+    """Find, read and validate the configuration."""
+    path = find_config_file(explicit)
+    if path is None:
+        return Config(storage=default_storage())
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    return from_dict(raw, source=path)
+
+
+def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
+    """Validate a parsed TOML document; every error names the key that is wrong."""
+    where = f"{source}: " if source else ""
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{where}{key}: {message}")
+
+    for top in raw:
+        if top not in _SCHEMA and top != "feeds":
+            known = ", ".join(sorted([*_SCHEMA, "feeds"]))
+            raise fail(top, f"unknown section (known: {known})")
+
+    sections: dict[str, dict[str, Any]] = {}
+    for name, keys in _SCHEMA.items():
+        table = raw.get(name, {})
+        if not isinstance(table, dict):
+            raise fail(name, "expected a [section] table")
+        parsed: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in keys:
+                raise fail(f"{name}.{key}", f"unknown key (known: {', '.join(keys)})")
+            try:
+                parsed[key] = keys[key](value)
+            except ValueError as exc:
+                raise fail(f"{name}.{key}", str(exc)) from None
+        sections[name] = parsed
+
+    feeds_raw = raw.get("feeds", [])
+    if not isinstance(feeds_raw, list):
+        raise fail("feeds", 'expected [[feeds]] tables, each with url = "..."')
+    feeds: list[FeedConfig] = []
+    for index, item in enumerate(feeds_raw):
+        label = f"feeds[{index}]"
+        if not isinstance(item, dict):
+            raise fail(label, 'expected a [[feeds]] table with url = "..."')
+        for key in item:
+            if key not in _FEED_KEYS:
+                raise fail(f"{label}.{key}", f"unknown key (known: {', '.join(_FEED_KEYS)})")
+        if "url" not in item:
+            raise fail(f"{label}.url", "missing")
+        try:
+            feeds.append(FeedConfig(url=_feed_url(item["url"])))
+        except ValueError as exc:
+            raise fail(f"{label}.url", str(exc)) from None
+
+    defaults = default_storage()
+    storage = StorageConfig(
+        db=sections["storage"].get("db", defaults.db),
+        snapshot=sections["storage"].get("snapshot", defaults.snapshot),
+    )
+    poll = PollConfig(**sections["poll"])
+    if poll.per_host > poll.concurrency:
+        raise fail(
+            "poll.per_host", f"is {poll.per_host}, more than poll.concurrency ({poll.concurrency})"
+        )
+    return Config(
+        storage=storage,
+        poll=poll,
+        extract=ExtractConfig(**sections["extract"]),
+        feeds=tuple(feeds),
+        source=source,
+    )

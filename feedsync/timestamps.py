@@ -1,0 +1,40 @@
+"""Timestamps as stored in the database: ISO-8601 UTC text, one fixed format.
+
+Every time in the database (``published``, ``latest_published``, leases, retry times) is
+written as ``YYYY-MM-DDTHH:MM:SSZ``. One fixed width and one resolution means that text
+comparison is time comparison, in SQL (``max()``, ``<``) as in Python, on SQLite and
+PostgreSQL alike. ``''`` stands for "none yet" in ``feeds.latest_published`` and sorts
+before every time.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def now() -> datetime:
+    """The current time, aware, in UTC, truncated to the stored resolution (seconds)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def to_iso(moment: datetime) -> str:
+    """Format an aware datetime as stored; naive datetimes are taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime(FORMAT)
+
+
+def from_iso(text: str) -> datetime:
+    """Parse a stored timestamp; raises ValueError on anything else."""
+    if not _ISO_RE.match(text):
+        raise ValueError(f"not a feedsync timestamp: {text!r}")
+    return datetime.strptime(text, FORMAT).replace(tzinfo=UTC)
+
+
+def shift(text: str, delta: timedelta) -> str:
+    """A stored timestamp moved by ``delta`` (negative to go back)."""
+    return to_iso(from_iso(text) + delta)
