@@ -1,0 +1,184 @@
+"""Canonical URLs: two spellings of one article must land as one row.
+
+``canonical_url(link, base)`` resolves ``link`` against ``base`` and then:
+
+- lowercases the scheme and host, turns an internationalised host into its IDNA form,
+- drops the default port (80 for http, 443 for https), the fragment and the userinfo,
+- removes tracking parameters (``utm_*``, ``fbclid``, ``gclid``, ``mc_cid``, ...: the
+  list is ``TRACKING_PARAMS`` / ``TRACKING_PREFIXES``), keeping every other parameter
+  exactly as written and in its order,
+- percent-encodes what must be (IRI to URI, via w3lib, Scrapy's maintained URL library),
+  with upper-case hex and unreserved characters decoded (RFC 3986 6.2.2),
+- gives an empty path as ``/`` and resolves ``.`` / ``..`` segments.
+
+Only http and https come out; anything else (``mailto:``, ``javascript:``, no host, a
+malformed port) gives None, and the caller counts it as skipped. It never raises.
+
+Why not courlan (which ships with trafilatura): its ``normalize_url`` decodes the query
+with ``parse_qs``, which drops value-less keys, so ``/story?123`` and ``/story?456`` both
+become ``/story``: different articles merged into one, and the wrong page fetched. Its
+tracker pattern is a substring search (``ref`` also removes ``reference=``). Keeping the
+query as written and removing only parameters known to be tracking is the safe side:
+a missed tracker costs at worst a second copy, a wrong removal loses an article.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from w3lib.url import safe_url_string
+
+# Parameters that only ever identify a campaign or a click, never the page. Matched on the
+# lowercased parameter name, exactly.
+TRACKING_PARAMS = frozenset(
+    {
+        "fbclid",
+        "gclid",
+        "gclsrc",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "msclkid",
+        "yclid",
+        "twclid",
+        "ttclid",
+        "li_fat_id",
+        "igshid",
+        "igsh",
+        "mc_cid",
+        "mc_eid",
+        "_ga",
+        "_gl",
+        "_hsenc",
+        "_hsmi",
+        "__hssc",
+        "__hstc",
+        "__hsfp",
+        "hsctatracking",
+        "mkt_tok",
+        "oly_anon_id",
+        "oly_enc_id",
+        "vero_conv",
+        "vero_id",
+        "wickedid",
+        "ncid",
+        "sr_share",
+        "cmpid",
+        "ocid",
+        "spm",
+        "xtor",
+        "at_medium",
+        "at_campaign",
+    }
+)
+# Parameter-name prefixes that are tracking (utm_source, utm_medium, pk_campaign, ...).
+TRACKING_PREFIXES = ("utm_", "pk_", "mtm_", "itm_", "ga_", "hmb_", "ref_src")
+
+_PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Longer than any real article URL; beyond this a "link" is garbage or an attack.
+MAX_URL_LENGTH = 4096
+
+
+def _normalise_escapes(part: str) -> str:
+    """%7e -> ~, %c3%a9 -> %C3%A9: one spelling for each percent-escape."""
+
+    def fix(match: re.Match[str]) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+    return _PERCENT.sub(fix, part)
+
+
+def _is_tracking(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in TRACKING_PARAMS or lowered.startswith(TRACKING_PREFIXES)
+
+
+def _clean_query(query: str) -> str:
+    """Drop tracking parameters; keep every other one byte for byte, in order."""
+    if not query:
+        return ""
+    kept = [
+        pair
+        for pair in query.split("&")
+        if pair and not _is_tracking(_normalise_escapes(pair.split("=", 1)[0]))
+    ]
+    return "&".join(kept)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4, so /a/./b/../c and /a/c are one spelling."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if len(output) > 1:
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    result = "/".join(output)
+    return result if result.startswith("/") else "/" + result
+
+
+def canonical_url(link: str, base: str | None = None) -> str | None:
+    """The canonical spelling of ``link`` (resolved against ``base``), or None.
+
+    None means: not an http(s) URL with a host, or not parseable. Idempotent:
+    ``canonical_url(canonical_url(x)) == canonical_url(x)``.
+    """
+    try:
+        return _canonical(link, base)
+    except (ValueError, UnicodeError, TypeError):
+        return None
+
+
+def _canonical(link: str, base: str | None) -> str | None:
+    link = link.strip()
+    if not link or len(link) > MAX_URL_LENGTH or any(ord(c) < 0x20 for c in link):
+        return None
+    given = urlsplit(link)
+    if given.scheme.lower() in _DEFAULT_PORTS and not given.netloc:
+        return None  # "https://" or "http:/path": not resolvable against the base
+    if base:
+        link = urljoin(base, link)
+    parts = urlsplit(link)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    # IRI -> URI: non-ASCII path/query characters percent-encoded, host to IDNA, lowercase.
+    safe = urlsplit(
+        safe_url_string(urlunsplit((scheme, parts.netloc, parts.path, parts.query, "")))
+    )
+    host = safe.hostname
+    if not host:
+        return None
+    port = safe.port  # raises ValueError on a malformed port
+    host = host.lower().rstrip(".")
+    if not host or any(c in host for c in "%/\\ @"):
+        return None
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    path = _remove_dot_segments(_normalise_escapes(safe.path)) or "/"
+    query = _clean_query(_normalise_escapes(safe.query))
+    result = urlunsplit((scheme, netloc, path, query, ""))
+    return result if len(result) <= MAX_URL_LENGTH else None
+
+
+def host_of(url: str) -> str:
+    """The host part of a canonical URL (for per-host limits); '' when there is none."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
