@@ -1,0 +1,134 @@
+"""The decisions of the pipeline, as pure functions: data in, data out, no I/O.
+
+Which entries of a feed are candidates for staging, how far ``latest_published`` may
+advance, which date an entry really has, how long a failed extraction waits before its
+next attempt and when it is given up. The I/O stages around these (fetch, parse,
+storage, extract) stay thin, and these rules are tested directly
+(tests/test_decide.py), the way lemon24/reader keeps its ``Decider`` free of I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from feedsync import timestamps
+from feedsync.records import Entry, FailureOutcome
+
+# A publisher's clock may run a little ahead of ours; beyond this an entry's date is
+# "in the future" and is clamped to the time we fetched it.
+CLOCK_SKEW = timedelta(minutes=5)
+# Dates before this are epoch-zero bugs and the like, not news: treated as "no date".
+EARLIEST_PLAUSIBLE = datetime(1990, 1, 1, tzinfo=UTC)
+# Dates further ahead than this are not a clock problem but garbage: "no date" as well.
+FUTURE_ABSURD = timedelta(days=366)
+# The longest a failed extraction waits before its next attempt, however many failures.
+MAX_RETRY_DELAY = timedelta(days=1)
+
+
+def published_date(raw: datetime | None, fetched_at: datetime) -> str | None:
+    """The date an entry is staged with, or None for "no usable date".
+
+    A date later than the fetch time (plus ``CLOCK_SKEW``) is clamped to the fetch time,
+    so one entry dated in the future can never push ``latest_published`` ahead and hide
+    the entries that follow it. Absurd dates (before 1990, more than a year ahead) count
+    as no date, which makes the entry a candidate on every poll (INSERT OR IGNORE keeps
+    it from landing twice).
+    """
+    if raw is None:
+        return None
+    if raw.tzinfo is None:
+        raw = raw.replace(tzinfo=UTC)
+    if raw < EARLIEST_PLAUSIBLE or raw > fetched_at + FUTURE_ABSURD:
+        return None
+    if raw > fetched_at + CLOCK_SKEW:
+        raw = fetched_at
+    return timestamps.to_iso(raw)
+
+
+def cutoff(latest_published: str, lookback: timedelta) -> str:
+    """The oldest date still staged for a feed: ``latest_published - lookback``.
+
+    '' (a feed never staged) gives '' and every dated entry passes.
+    """
+    if not latest_published:
+        return ""
+    return timestamps.shift(latest_published, -lookback)
+
+
+def candidates(
+    entries: Iterable[Entry], latest_published: str, lookback: timedelta
+) -> tuple[Entry, ...]:
+    """The entries worth offering to the staging insert, in feed order, without repeats.
+
+    An entry without a date, or dated at or after ``latest_published - lookback``. The
+    cut-off is only an optimisation: ``INSERT OR IGNORE`` on ``UNIQUE(url, title)`` is
+    the truth, so a late or back-dated entry inside the lookback still lands and a
+    duplicate never does. The cut-off is per feed: an entry too old for feed A is still
+    a candidate in feed B whose ``latest_published`` is older.
+    """
+    oldest = cutoff(latest_published, lookback)
+    seen: set[tuple[str, str]] = set()
+    chosen: list[Entry] = []
+    for entry in entries:
+        key = (entry.url, entry.title)
+        if key in seen:
+            continue
+        if entry.published is None or entry.published >= oldest:
+            seen.add(key)
+            chosen.append(entry)
+    return tuple(chosen)
+
+
+def newest_published(staged: Iterable[Entry]) -> str:
+    """The value ``latest_published`` advances to: the newest date staged, '' if none.
+
+    Storage applies it as ``max(latest_published, this)`` in SQL, so it never moves
+    backwards, whichever process writes last.
+    """
+    return max((e.published for e in staged if e.published), default="")
+
+
+def retry_delay(attempts: int, backoff: timedelta) -> timedelta:
+    """Exponential backoff: ``backoff`` after the first failure, doubling, capped at a day."""
+    if attempts < 1:
+        return timedelta(0)
+    factor = 1 << min(attempts - 1, 30)
+    return min(backoff * factor, max(MAX_RETRY_DELAY, backoff))
+
+
+def after_failure(
+    attempts_before: int,
+    error: str,
+    now: datetime,
+    *,
+    max_attempts: int,
+    backoff: timedelta,
+    permanent: bool = False,
+) -> FailureOutcome:
+    """How a failed extraction attempt is recorded.
+
+    The attempt counts; after ``max_attempts`` (or at once for a permanent failure such
+    as 410 Gone or a PDF) the row becomes ``gone`` and is never tried again. Otherwise it
+    is ``failed`` and becomes due again after ``retry_delay``.
+    """
+    attempts = attempts_before + 1
+    if permanent or attempts >= max_attempts:
+        return FailureOutcome(state="gone", attempts=attempts, next_attempt_at=None, error=error)
+    due = timestamps.to_iso(now + retry_delay(attempts, backoff))
+    return FailureOutcome(state="failed", attempts=attempts, next_attempt_at=due, error=error)
+
+
+def article_published(
+    feed_published: str | None, page_date: str | None, now: datetime
+) -> str | None:
+    """The date stored with an article: the feed's, else the page's own (YYYY-MM-DD...)."""
+    if feed_published:
+        return feed_published
+    if not page_date:
+        return None
+    try:
+        parsed = datetime.fromisoformat(page_date.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return published_date(parsed, now)

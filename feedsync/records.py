@@ -1,0 +1,157 @@
+"""Typed records passed between the stages.
+
+The I/O stages (fetch, storage, extract) produce and consume these; the decisions in
+:mod:`feedsync.decide` work on them without touching I/O. Timestamps are stored-format
+strings (:mod:`feedsync.timestamps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Feed:
+    """A feed to poll, as storage hands it to the poller."""
+
+    id: int
+    url: str
+    latest_published: str  # '' when nothing has been staged yet
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One feed entry, normalised: canonical URL, collapsed title, UTC date or None."""
+
+    url: str
+    title: str
+    published: str | None
+    summary: str = ""
+    author: str | None = None
+    guid: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedFeed:
+    """What the parser made of one feed document."""
+
+    title: str | None
+    entries: tuple[Entry, ...]
+    skipped: int = 0  # entries without a usable link or title
+    problem: str | None = None  # feedparser's complaint about malformed XML, if any
+
+
+@dataclass(frozen=True)
+class StageIntent:
+    """Everything one feed poll writes, applied by storage in ONE transaction.
+
+    ``entries`` are the candidates (see ``decide.candidates``); storage inserts them with
+    INSERT OR IGNORE and reports which rows that insert really created. Those rows are
+    leased to ``owner`` until ``lease_until`` so that only this process extracts them.
+    """
+
+    feed_id: int
+    polled_at: str
+    entries: tuple[Entry, ...]
+    newest_published: str  # '' when no candidate has a date: latest_published stays
+    feed_title: str | None
+    etag: str | None
+    last_modified: str | None
+    next_poll_at: str
+    owner: str
+    lease_until: str
+
+
+@dataclass(frozen=True)
+class StageResult:
+    created_ids: tuple[int, ...]
+    linked: int  # feed_entries links written (new or existing rows)
+
+
+@dataclass(frozen=True)
+class ArticleJob:
+    """A news_summary row claimed for extraction."""
+
+    id: int
+    url: str
+    title: str
+    published: str | None
+    author: str | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Article:
+    """The extracted article, as the extraction worker returns it."""
+
+    text: str
+    title: str | None = None
+    author: str | None = None
+    date: str | None = None  # as the page states it (YYYY-MM-DD usually)
+    language: str | None = None
+    canonical_url: str | None = None
+    sitename: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    """How a failed extraction is recorded (decided by ``decide.after_failure``)."""
+
+    state: str  # 'failed' (retried later) or 'gone' (given up)
+    attempts: int
+    next_attempt_at: str | None
+    error: str
+
+
+@dataclass(frozen=True)
+class FeedHealth:
+    """One line of ``feedsync feeds``."""
+
+    id: int
+    url: str
+    title: str | None
+    enabled: bool
+    disabled_reason: str | None
+    origin: str
+    latest_published: str
+    last_poll_at: str | None
+    last_success_at: str | None
+    error_count: int
+    last_error: str | None
+    entries: int
+
+
+@dataclass(frozen=True)
+class NewsItem:
+    """An extracted article as the reading commands show it."""
+
+    id: int
+    url: str
+    title: str
+    published: str | None
+    feed_title: str | None
+    author: str | None
+    language: str | None
+    fetched_at: str
+    body: str
+
+
+@dataclass
+class RunStats:
+    """Counters of one pass, printed as the summary line and by ``run --json``."""
+
+    feeds: int = 0
+    polled: int = 0
+    not_modified: int = 0
+    parsed: int = 0
+    feed_errors: int = 0
+    entries_seen: int = 0
+    entries_skipped: int = 0
+    candidates: int = 0
+    staged: int = 0
+    extracted: int = 0
+    extract_failed: int = 0
+    gone: int = 0
+    errors: list[str] = field(default_factory=list)

@@ -1,0 +1,128 @@
+"""The pipeline's decisions, driven directly: no server, no database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from feedsync import decide
+from feedsync.records import Entry
+
+FETCHED = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+
+
+def entry(title: str, published: str | None, url: str = "") -> Entry:
+    return Entry(url=url or f"https://e.com/{title}", title=title, published=published)
+
+
+# ---------------------------------------------------------------- dates
+
+
+def test_dates_are_utc_text() -> None:
+    plus_two = datetime(2026, 11, 22, 9, 30, tzinfo=UTC) + timedelta(0)
+    assert decide.published_date(plus_two, FETCHED) == "2026-11-22T09:30:00Z"
+    naive = datetime(2026, 11, 22, 9, 30)
+    assert decide.published_date(naive, FETCHED) == "2026-11-22T09:30:00Z"
+
+
+def test_future_dates_are_clamped_to_the_fetch_time() -> None:
+    assert decide.published_date(FETCHED + timedelta(days=3), FETCHED) == "2026-11-22T12:00:00Z"
+    # a few minutes of clock skew are the publisher's clock, not the future
+    skewed = FETCHED + timedelta(minutes=4)
+    assert decide.published_date(skewed, FETCHED) == "2026-11-22T12:04:00Z"
+
+
+@pytest.mark.parametrize(
+    "absurd",
+    [
+        datetime(1970, 1, 1, tzinfo=UTC),
+        datetime(1899, 12, 31, tzinfo=UTC),
+        datetime(2999, 1, 1, tzinfo=UTC),
+    ],
+)
+def test_absurd_dates_count_as_no_date(absurd: datetime) -> None:
+    assert decide.published_date(absurd, FETCHED) is None
+
+
+# ---------------------------------------------------------------- candidates
+
+
+def test_first_poll_takes_everything() -> None:
+    entries = [entry("a", "2001-01-01T00:00:00Z"), entry("b", None)]
+    assert decide.candidates(entries, "", timedelta(hours=24)) == tuple(entries)
+
+
+def test_candidates_are_undated_or_within_the_lookback() -> None:
+    latest = "2026-11-22T10:00:00Z"
+    entries = [
+        entry("newer", "2026-11-22T11:00:00Z"),
+        entry("inside lookback", "2026-11-21T10:00:00Z"),  # exactly latest - 24h
+        entry("too old", "2026-11-21T09:59:59Z"),
+        entry("undated", None),
+    ]
+    chosen = decide.candidates(entries, latest, timedelta(hours=24))
+    assert [e.title for e in chosen] == ["newer", "inside lookback", "undated"]
+
+
+def test_candidates_drop_repeats_within_one_feed() -> None:
+    twice = entry("same", "2026-11-22T11:00:00Z")
+    assert decide.candidates([twice, twice], "", timedelta(hours=1)) == (twice,)
+
+
+def test_latest_published_advances_to_the_newest_staged_only() -> None:
+    staged = [
+        entry("a", "2026-11-20T00:00:00Z"),
+        entry("b", None),
+        entry("c", "2026-11-21T00:00:00Z"),
+    ]
+    assert decide.newest_published(staged) == "2026-11-21T00:00:00Z"
+    assert decide.newest_published([entry("undated", None)]) == ""
+    assert decide.newest_published([]) == ""
+
+
+# ---------------------------------------------------------------- retries
+
+
+def test_retry_backoff_doubles_and_is_capped() -> None:
+    base = timedelta(minutes=15)
+    delays = [decide.retry_delay(n, base) for n in range(1, 10)]
+    assert delays[:4] == [base, base * 2, base * 4, base * 8]
+    assert max(delays) == timedelta(days=1)
+    assert decide.retry_delay(1, timedelta(0)) == timedelta(0)
+    assert decide.retry_delay(500, base) == timedelta(days=1)  # no overflow
+
+
+def test_failure_is_retried_then_given_up() -> None:
+    now = FETCHED
+    first = decide.after_failure(0, "HTTP 500", now, max_attempts=3, backoff=timedelta(hours=1))
+    assert (first.state, first.attempts, first.next_attempt_at) == (
+        "failed",
+        1,
+        "2026-11-22T13:00:00Z",
+    )
+    second = decide.after_failure(1, "HTTP 500", now, max_attempts=3, backoff=timedelta(hours=1))
+    assert (second.state, second.next_attempt_at) == ("failed", "2026-11-22T14:00:00Z")
+    third = decide.after_failure(2, "HTTP 500", now, max_attempts=3, backoff=timedelta(hours=1))
+    assert (third.state, third.attempts, third.next_attempt_at) == ("gone", 3, None)
+
+
+def test_permanent_failure_is_given_up_at_once() -> None:
+    outcome = decide.after_failure(
+        0,
+        "not an HTML page (application/pdf)",
+        FETCHED,
+        max_attempts=5,
+        backoff=timedelta(hours=1),
+        permanent=True,
+    )
+    assert (outcome.state, outcome.attempts) == ("gone", 1)
+
+
+def test_article_date_prefers_the_feed_then_the_page() -> None:
+    assert decide.article_published("2026-11-20T08:00:00Z", "2026-01-01", FETCHED) == (
+        "2026-11-20T08:00:00Z"
+    )
+    assert decide.article_published(None, "2026-11-20", FETCHED) == "2026-11-20T00:00:00Z"
+    assert decide.article_published(None, "yesterday", FETCHED) is None
+    assert decide.article_published(None, None, FETCHED) is None
