@@ -1,0 +1,186 @@
+"""A small HTTP server on 127.0.0.1 for ``feedsync demo`` and for the tests.
+
+It serves a table of paths that the caller can change while it runs, answers conditional
+GETs (ETag / If-None-Match, Last-Modified / If-Modified-Since) like a well-behaved news
+site, and counts the requests per path, so a test can assert "this article was fetched
+exactly once" from the server's side. Only ever binds the loopback address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from email.utils import formatdate, parsedate_to_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import urlsplit
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that hangs up early (size cap, deadline) is normal here, not news."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+@dataclass
+class Resource:
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    status: int = 200
+    conditional: bool = True  # send ETag / Last-Modified and honour them
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering (to make requests overlap in tests)
+    last_modified: float = field(default_factory=time.time)
+
+    @property
+    def etag(self) -> str:
+        return '"' + hashlib.sha1(self.body).hexdigest()[:16] + '"'
+
+
+class LocalServer:
+    """``with LocalServer() as server: server.set("/feed.xml", b"...", "application/rss+xml")``"""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Resource] = {}
+        self._lock = threading.Lock()
+        self.hits: Counter[str] = Counter()  # requests per path
+        self.not_modified: Counter[str] = Counter()  # of which answered 304
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ routes
+
+    def set(
+        self,
+        path: str,
+        body: bytes | str,
+        content_type: str = "text/html; charset=utf-8",
+        **options: object,
+    ) -> str:
+        """Serve ``body`` at ``path`` (replacing what was there); returns its URL."""
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        with self._lock:
+            self._routes[path] = Resource(body=data, content_type=content_type, **options)  # type: ignore[arg-type]
+        return self.url(path)
+
+    def remove(self, path: str) -> None:
+        with self._lock:
+            self._routes.pop(path, None)
+
+    def _lookup(self, target: str) -> tuple[str, Resource | None]:
+        with self._lock:
+            if target in self._routes:
+                return target, self._routes[target]
+            path = urlsplit(target).path
+            return path, self._routes.get(path)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return f"http://127.0.0.1:{self._httpd.server_port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def start(self) -> LocalServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                server._answer(self)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="feedsync-localserver",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ answering
+
+    def _answer(self, request: BaseHTTPRequestHandler) -> None:
+        key, resource = self._lookup(request.path)
+        with self._lock:
+            self.hits[key] += 1
+        if resource is None:
+            self._send(request, 404, b"not found", "text/plain", {})
+            return
+        if resource.delay:
+            time.sleep(resource.delay)
+        headers = dict(resource.headers)
+        if resource.conditional and resource.status == 200:
+            headers["ETag"] = resource.etag
+            headers["Last-Modified"] = formatdate(resource.last_modified, usegmt=True)
+            if self._fresh(request, resource):
+                with self._lock:
+                    self.not_modified[key] += 1
+                self._send(request, 304, b"", None, headers)
+                return
+        self._send(request, resource.status, resource.body, resource.content_type, headers)
+
+    @staticmethod
+    def _fresh(request: BaseHTTPRequestHandler, resource: Resource) -> bool:
+        if_none_match = request.headers.get("If-None-Match")
+        if if_none_match is not None:
+            return resource.etag in [tag.strip() for tag in if_none_match.split(",")]
+        since = request.headers.get("If-Modified-Since")
+        if since:
+            try:
+                return parsedate_to_datetime(since).timestamp() >= int(resource.last_modified)
+            except (TypeError, ValueError):
+                return False
+        return False
+
+    @staticmethod
+    def _send(
+        request: BaseHTTPRequestHandler,
+        status: int,
+        body: bytes,
+        content_type: str | None,
+        headers: dict[str, str],
+    ) -> None:
+        request.send_response(status)
+        if content_type:
+            request.send_header("Content-Type", content_type)
+        for name, value in headers.items():
+            request.send_header(name, value)
+        if status != 304:
+            request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        if status != 304:
+            request.wfile.write(body)

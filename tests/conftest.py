@@ -1,0 +1,164 @@
+"""Shared fixtures: a real HTTP server on 127.0.0.1, real SQLite files, the real CLI.
+
+``site`` is a news site on the loopback server (feeds in three formats, article pages,
+per-path request counters). ``fs`` is a feedsync installation in a temporary directory:
+its config file, its database, and ``fs.run(...)`` to run the ``feedsync`` command as a
+subprocess, exactly as cron or a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sitegen
+
+from feedsync.localserver import LocalServer
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    with LocalServer() as running:
+        yield running
+
+
+class Site:
+    """Feeds and article pages on the local server."""
+
+    def __init__(self, server: LocalServer):
+        self.server = server
+
+    def page(self, slug: str, title: str | None = None, **options: Any) -> str:
+        """Serve an article page at /articles/<slug>; returns its URL."""
+        html = sitegen.article_page(title or slug.replace("-", " ").title(), seed=slug)
+        return self.server.set(f"/articles/{slug}", html, "text/html; charset=utf-8", **options)
+
+    def feed(self, name: str, items: list[sitegen.Item], fmt: str = "rss2", **options: Any) -> str:
+        render, content_type = sitegen.FORMATS[fmt]
+        url = self.server.url(f"/feeds/{name}")
+        return self.server.set(f"/feeds/{name}", render(name, url, items), content_type, **options)
+
+    def url(self, path: str) -> str:
+        return self.server.url(path)
+
+    def hits(self, path: str) -> int:
+        return self.server.hits[path]
+
+    def article_hits(self) -> dict[str, int]:
+        return {p: n for p, n in self.server.hits.items() if p.startswith("/articles/")}
+
+
+@pytest.fixture
+def site(server: LocalServer) -> Site:
+    return Site(server)
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in {"http_proxy", "https_proxy", "all_proxy", "feedsync_config"}
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        NO_PROXY="127.0.0.1,localhost",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@dataclass
+class FeedsyncEnv:
+    """A feedsync set-up in a temporary directory, driven through its CLI."""
+
+    root: Path
+    feeds: list[str] = field(default_factory=list)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "feedsync.toml"
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "data" / "feedsync.db"
+
+    def configure(self, feeds: list[str] | None = None, **sections: dict[str, Any]) -> None:
+        """Write the config file: the given feeds, test-friendly defaults, overrides."""
+        if feeds is not None:
+            self.feeds = list(feeds)
+        for name, values in sections.items():
+            self.settings.setdefault(name, {}).update(values)
+        settings: dict[str, dict[str, Any]] = {
+            "storage": {"db": str(self.db_path)},
+            "extract": {"workers": 1, "retry_backoff": "0s"},
+        }
+        for name, values in self.settings.items():
+            settings.setdefault(name, {}).update(values)
+        lines = []
+        for name, values in settings.items():
+            lines.append(f"[{name}]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in values.items()]
+        for url in self.feeds:
+            lines += ["[[feeds]]", f"url = {json.dumps(url)}"]
+        self.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "feedsync", "--config", str(self.config_path), *args]
+
+    def run(
+        self, *args: str, expect: int | None = 0, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        if not self.config_path.exists():
+            self.configure()
+        done = subprocess.run(
+            self.command(*args),
+            capture_output=True,
+            text=True,
+            env=cli_env(self.root / "home"),
+            timeout=timeout,
+        )
+        if expect is not None:
+            assert done.returncode == expect, (
+                f"feedsync {' '.join(args)} exited {done.returncode}, expected {expect}\n"
+                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+            )
+        return done
+
+    def run_json(self, *args: str) -> dict[str, Any]:
+        done = self.run("run", "--json", *args)
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(self.db_path) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, *params: Any) -> Any:
+        return self.query(sql, *params)[0][0]
+
+
+@pytest.fixture
+def fs(tmp_path: Path) -> FeedsyncEnv:
+    (tmp_path / "home").mkdir()
+    return FeedsyncEnv(root=tmp_path)
+
+
+def corpus_or_skip(*parts: str) -> Path:
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real-world corpus not available at {path}")
+    return path
