@@ -1,0 +1,211 @@
+"""Feed documents to normalised entries: formats, dates, links, encodings, broken input."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+import sitegen
+from conftest import corpus_or_skip
+from sitegen import Item
+
+from feedsync.parse import NotAFeed, parse_feed
+
+FEED = "https://news.example.com/feeds/world.xml"
+FETCHED = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+XML = "application/xml"
+
+
+@pytest.mark.parametrize("fmt", ["rss2", "atom", "rdf"])
+def test_each_format_gives_the_same_entries(fmt: str) -> None:
+    render, content_type = sitegen.FORMATS[fmt]
+    items = [
+        Item(
+            "  Storm   closes\n the harbour ",
+            "https://news.example.com/a?utm_source=rss",
+            datetime(2026, 11, 22, 9, 30, tzinfo=UTC),
+            guid="tag:x,2026:a",
+        ),
+        Item(
+            "Second story", "https://news.example.com/b", datetime(2026, 11, 21, 18, 0, tzinfo=UTC)
+        ),
+    ]
+    parsed = parse_feed(render("World", FEED, items).encode(), FEED, FETCHED, content_type)
+    assert parsed.title == "World"
+    assert [(e.url, e.title, e.published) for e in parsed.entries] == [
+        ("https://news.example.com/a", "Storm closes the harbour", "2026-11-22T09:30:00Z"),
+        ("https://news.example.com/b", "Second story", "2026-11-21T18:00:00Z"),
+    ]
+    assert parsed.skipped == 0 and parsed.problem is None
+
+
+def rss(items: str, extra_ns: str = "") -> bytes:
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0"{extra_ns}><channel>'
+        f"<title>T</title><link>https://news.example.com/</link>{items}</channel></rss>"
+    ).encode()
+
+
+def test_dates_are_converted_to_utc_and_updated_is_a_fallback() -> None:
+    body = rss(
+        "<item><title>Tokyo</title><link>/tokyo</link>"
+        "<pubDate>Sun, 22 Nov 2026 18:00:00 +0900</pubDate></item>"
+    )
+    assert parse_feed(body, FEED, FETCHED, XML).entries[0].published == "2026-11-22T09:00:00Z"
+    atom = (
+        b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>'
+        b'<entry><title>Only updated</title><link href="https://news.example.com/u"/>'
+        b"<id>u</id><updated>2026-11-21T10:00:00+01:00</updated></entry></feed>"
+    )
+    assert parse_feed(atom, FEED, FETCHED, XML).entries[0].published == "2026-11-21T09:00:00Z"
+
+
+def test_no_date_future_dates_and_garbage_dates() -> None:
+    body = rss(
+        "<item><title>Undated</title><link>/u</link></item>"
+        "<item><title>Next week</title><link>/f</link>"
+        "<pubDate>Sun, 29 Nov 2026 12:00:00 GMT</pubDate></item>"
+        "<item><title>Epoch</title><link>/e</link><pubDate>Thu, 01 Jan 1970 00:00:00 GMT"
+        "</pubDate></item>"
+        "<item><title>Garbage</title><link>/g</link><pubDate>sometime soon</pubDate></item>"
+    )
+    dates = {e.title: e.published for e in parse_feed(body, FEED, FETCHED, XML).entries}
+    assert dates == {
+        "Undated": None,
+        "Next week": "2026-11-22T12:00:00Z",
+        "Epoch": None,
+        "Garbage": None,
+    }
+
+
+def test_relative_links_resolve_against_the_feed_and_xml_base() -> None:
+    body = rss("<item><title>Rel</title><link>../2026/rel.html</link></item>")
+    assert parse_feed(body, FEED, FETCHED, XML).entries[0].url == (
+        "https://news.example.com/2026/rel.html"
+    )
+    atom = (
+        b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom" '
+        b'xml:base="https://other.example/blog/"><title>T</title><entry><title>B</title>'
+        b'<link href="post/1"/><id>1</id><updated>2026-11-21T10:00:00Z</updated></entry>'
+        b"</feed>"
+    )
+    assert parse_feed(atom, FEED, FETCHED, XML).entries[0].url == (
+        "https://other.example/blog/post/1"
+    )
+
+
+def test_entries_without_link_or_title_are_skipped_and_counted() -> None:
+    body = rss(
+        "<item><title>Fine</title><link>https://news.example.com/fine</link></item>"
+        "<item><title>No link</title></item>"
+        "<item><link>https://news.example.com/no-title</link></item>"
+        "<item><title>Mail</title><link>mailto:desk@example.com</link></item>"
+        "<item><title>Self</title><link></link></item>"
+        f"<item><title>{'x' * 1500}</title><link>https://news.example.com/long</link></item>"
+    )
+    parsed = parse_feed(body, FEED, FETCHED, XML)
+    assert [e.title for e in parsed.entries] == ["Fine"]
+    assert parsed.skipped == 5
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "empty document"),
+        (b"<html><head><title>Hi</title></head><body><p>a page</p></body></html>", "not a feed"),
+        (b'<?xml version="1.0"?><rss version="2.0"><channel><title>Cut', "malformed feed"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a feed"),
+    ],
+)
+def test_documents_that_are_not_feeds(body: bytes, reason: str) -> None:
+    with pytest.raises(NotAFeed, match=reason):
+        parse_feed(body, FEED, FETCHED, XML)
+
+
+def test_an_empty_but_valid_feed_is_not_an_error() -> None:
+    parsed = parse_feed(rss(""), FEED, FETCHED, XML)
+    assert parsed.entries == () and parsed.problem is None
+
+
+def test_malformed_but_readable_feed_yields_its_entries() -> None:
+    body = rss("<item><title>Fish & chips</title><link>https://news.example.com/f</link></item>")
+    parsed = parse_feed(body, FEED, FETCHED, XML)
+    assert [e.title for e in parsed.entries] == ["Fish & chips"]
+    assert parsed.problem
+
+
+def test_encodings_declared_in_the_document() -> None:
+    title = "東京の天気"
+    for encoding in ("shift_jis", "euc-jp", "utf-8"):
+        body = (
+            f'<?xml version="1.0" encoding="{encoding}"?><rss version="2.0"><channel>'
+            f"<title>t</title><item><title>{title}</title><link>/a</link></item>"
+            "</channel></rss>"
+        ).encode(encoding)
+        assert parse_feed(body, FEED, FETCHED, XML).entries[0].title == title
+    latin = (
+        '<?xml version="1.0" encoding="iso-8859-1"?><rss version="2.0"><channel><title>t'
+        "</title><item><title>Straße in Köln</title><link>/k</link></item></channel></rss>"
+    )
+    parsed = parse_feed(latin.encode("iso-8859-1"), FEED, FETCHED, XML)
+    assert parsed.entries[0].title == "Straße in Köln"
+
+
+# ---------------------------------------------------------------- the real-world corpus
+
+
+def corpus_feeds() -> list[dict[str, object]]:
+    manifest = corpus_or_skip("MANIFEST.json")
+    return [f for f in json.loads(manifest.read_text())["files"] if f["kind"] == "feed"]
+
+
+def test_every_corpus_feed_parses_or_is_refused_cleanly() -> None:
+    root = corpus_or_skip()
+    staged = 0
+    for item in corpus_feeds():
+        body = (root / str(item["file"])).read_bytes()
+        try:
+            parsed = parse_feed(body, "http://example.com/feed.xml", FETCHED, XML)
+        except NotAFeed:
+            continue
+        staged += len(parsed.entries)
+        for entry in parsed.entries:
+            assert entry.url.startswith(("http://", "https://"))
+            assert entry.title and entry.title == " ".join(entry.title.split())
+            assert entry.published is None or entry.published <= "2026-11-22T12:00:00Z"
+    assert staged > 700  # the corpus holds ~800 readable entries
+
+
+@pytest.mark.parametrize(
+    ("path", "first_title"),
+    [
+        ("feeds/chardet/SHIFT_JIS/10e.org.xml", "いろいろちょっと待ってネ。"),
+        ("feeds/chardet/SHIFT_JIS/moon-light.ne.jp.xml", "2005年大晦日視聴率"),
+        ("feeds/chardet/EUC-JP/atom.ycf.nanet.co.jp.xml", "さだまさし"),
+        (
+            "feeds/chardet/EUC-JP/artifact-jp.com.xml",
+            "Linuxで動作するTV録画サーバーのベアボーンセット",
+        ),
+        ("feeds/chardet/windows-1251-russian/aif.ru.health.xml", "Как пережить новогоднюю ночь"),
+        ("feeds/chardet/KOI8-R/aif.ru.health.xml", "Как пережить новогоднюю ночь"),
+        (
+            "feeds/chardet/iso-8859-7-greek/naftemporiki.gr.bus.xml",
+            "Τρία νέα χαρακτηριστικά στην εγχώρια αγορά αλυσίδων λιανικής",
+        ),
+    ],
+)
+def test_corpus_non_ascii_titles(path: str, first_title: str) -> None:
+    body = corpus_or_skip(*path.split("/")).read_bytes()
+    entries = parse_feed(body, "http://example.com/feed.xml", FETCHED, XML).entries
+    assert entries[0].title.startswith(first_title)
+
+
+def test_corpus_feeds_without_dates_and_with_relative_links() -> None:
+    body = corpus_or_skip("feeds", "chardet", "EUC-JP", "artifact-jp.com.xml").read_bytes()
+    entries = parse_feed(body, "http://example.com/feed.xml", FETCHED, XML).entries
+    assert len(entries) == 15 and all(e.published is None for e in entries)
+    body = corpus_or_skip("feeds", "feedjira", "SamRuby.xml").read_bytes()
+    entries = parse_feed(body, "http://intertwingly.net/blog/index.atom", FETCHED, XML).entries
+    assert len(entries) == 20
+    assert all(e.url.startswith("http://intertwingly.net/blog/") for e in entries)
