@@ -1,0 +1,113 @@
+"""HTTP against the local server: conditional GET, caps, deadlines, errors, redirects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import pytest
+
+from feedsync import fetch
+from feedsync.localserver import LocalServer
+
+T = TypeVar("T")
+
+
+def run(coro_factory: Any) -> Any:
+    async def main() -> Any:
+        async with fetch.make_client(timeout=5, concurrency=4) as client:
+            return await coro_factory(client)
+
+    return asyncio.run(main())
+
+
+def get(url: str, **kwargs: Any) -> Coroutine[Any, Any, fetch.Response] | Any:
+    options = {"max_bytes": 1_000_000, "deadline": 5.0, "accept": fetch.FEED_ACCEPT, **kwargs}
+    return lambda client: fetch.get(client, url, **options)
+
+
+def test_conditional_get_round_trip(server: LocalServer) -> None:
+    url = server.set("/feed.xml", "<rss/>", "application/rss+xml")
+    first = run(get(url))
+    assert first.status == 200 and first.body == b"<rss/>"
+    assert first.etag and first.last_modified
+    second = run(get(url, etag=first.etag, last_modified=first.last_modified))
+    assert second.not_modified and second.body == b""
+    assert server.not_modified["/feed.xml"] == 1
+    # the validators are sent back exactly as received: a changed feed is a 200 again
+    server.set("/feed.xml", "<rss>new</rss>", "application/rss+xml")
+    third = run(get(url, etag=first.etag))
+    assert third.status == 200 and third.etag != first.etag
+
+
+def test_the_request_names_feedsync(server: LocalServer) -> None:
+    seen: dict[str, str] = {}
+    original = server._answer
+
+    def spy(request: Any) -> None:
+        seen.update(request.headers)
+        original(request)
+
+    server._answer = spy  # type: ignore[method-assign]
+    run(get(server.set("/f", "x")))
+    assert seen["User-Agent"].startswith("feedsync/")
+    assert "gzip" in seen["Accept-Encoding"]
+
+
+@pytest.mark.parametrize(("status", "permanent"), [(404, False), (500, False), (410, True)])
+def test_http_errors_are_fetch_errors(server: LocalServer, status: int, permanent: bool) -> None:
+    url = server.set("/x", "nope", status=status)
+    with pytest.raises(fetch.FetchError, match=f"HTTP {status}") as error:
+        run(get(url))
+    assert error.value.permanent is permanent
+
+
+def test_bodies_over_the_cap_are_refused(server: LocalServer) -> None:
+    url = server.set("/big", "x" * 5000)
+    with pytest.raises(fetch.FetchError, match="larger than 1000 bytes"):
+        run(get(url, max_bytes=1000))
+
+
+def test_a_slow_server_is_cut_at_the_deadline(server: LocalServer) -> None:
+    url = server.set("/slow", "late", delay=2)
+    with pytest.raises(fetch.FetchError, match=r"timed out after 0\.3s"):
+        run(get(url, deadline=0.3))
+
+
+def test_connection_refused_is_a_one_line_error() -> None:
+    with LocalServer() as gone:
+        url = gone.url("/feed")
+    with pytest.raises(fetch.FetchError, match="cannot connect") as error:
+        run(get(url))
+    assert "\n" not in str(error.value)
+
+
+def test_redirects_are_followed_and_loops_stopped(server: LocalServer) -> None:
+    target = server.set("/new", "here")
+    server.set("/old", "", status=301, headers={"Location": target}, conditional=False)
+    moved = run(get(server.url("/old")))
+    assert moved.url == target and moved.body == b"here"
+    server.set("/a", "", status=302, headers={"Location": "/b"}, conditional=False)
+    server.set("/b", "", status=302, headers={"Location": "/a"}, conditional=False)
+    with pytest.raises(fetch.FetchError, match="more than 5 redirects"):
+        run(get(server.url("/a")))
+
+
+def test_host_limiter_caps_concurrency_per_host() -> None:
+    async def main() -> tuple[int, int]:
+        limiter = fetch.HostLimiter(total=4, per_host=2)
+        active: dict[str, int] = {"a": 0, "b": 0}
+        peak: dict[str, int] = {"a": 0, "b": 0}
+
+        async def job(host: str) -> None:
+            async with limiter.slot(host):
+                active[host] += 1
+                peak[host] = max(peak[host], active[host])
+                await asyncio.sleep(0.01)
+                active[host] -= 1
+
+        await asyncio.gather(*(job(h) for h in "aaaaaabbbbbb"))
+        return peak["a"], peak["b"]
+
+    assert asyncio.run(main()) == (2, 2)
