@@ -1,0 +1,100 @@
+"""Storage: the one layer that knows which database engine runs.
+
+The stages (poll, stage, extract, the commands) call the methods of :class:`Storage`
+with typed records and never see SQL, a connection or an engine. Every method is one
+short transaction; none does network I/O. The SQLite backend is
+:mod:`feedsync.storage.sqlite`; its SQL is in ``sql/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from feedsync.config import StorageConfig
+from feedsync.records import (
+    Article,
+    ArticleJob,
+    FailureOutcome,
+    Feed,
+    FeedHealth,
+    NewsItem,
+    StageIntent,
+    StageResult,
+)
+
+
+class StorageError(Exception):
+    """The database cannot be opened, read or written; ``str()`` is a one-line reason."""
+
+
+class Storage(Protocol):
+    """What the pipeline and the commands need from a database."""
+
+    #: where the data is, for messages (a path; never a password)
+    location: str
+
+    def close(self) -> None: ...
+
+    # -- the feed list
+    def sync_config_feeds(self, urls: Sequence[str], now: str) -> list[str]:
+        """Make the config file's feeds present and enabled; disable the config-owned feeds
+        no longer in it. Returns the URLs newly added."""
+        ...
+
+    def add_feed(self, url: str, now: str) -> bool:
+        """Add a feed (origin 'cli'); False when it was already there."""
+        ...
+
+    def remove_feed(self, url: str) -> bool:
+        """Delete a feed and its links; its articles stay. False when it was not there."""
+        ...
+
+    def feed_health(self) -> list[FeedHealth]: ...
+
+    def feeds_to_poll(self) -> list[Feed]: ...
+
+    # -- stages 1 and 2
+    def stage(self, intent: StageIntent) -> StageResult:
+        """Insert the candidates, link them, advance the feed: ONE transaction."""
+        ...
+
+    def record_not_modified(
+        self,
+        feed_id: int,
+        etag: str | None,
+        last_modified: str | None,
+        now: str,
+        next_poll_at: str,
+    ) -> None: ...
+
+    def record_poll_failure(
+        self, feed_id: int, error: str, now: str, next_poll_at: str
+    ) -> None: ...
+
+    # -- stage 3
+    def claim_articles(
+        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+    ) -> list[ArticleJob]:
+        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        ...
+
+    def save_article(
+        self, job_id: int, article: Article, published: str | None, fetched_at: str
+    ) -> None: ...
+
+    def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None: ...
+
+    # -- reading
+    def counts(self) -> dict[str, int]:
+        """feeds, feeds_enabled, entries, links, articles, queue_new, queue_failed, gone."""
+        ...
+
+    def news_recent(self, limit: int) -> list[NewsItem]: ...
+
+
+def open_storage(config: StorageConfig) -> Storage:
+    """Open (creating and migrating when needed) the database the config names."""
+    from feedsync.storage.sqlite import SQLiteStorage
+
+    return SQLiteStorage.open(config.db)

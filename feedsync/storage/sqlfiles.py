@@ -1,0 +1,92 @@
+"""Loading the SQL files under ``sql/``: the schema, its migrations, the named queries.
+
+SQL lives in files, not in Python strings, so that it can be read, reviewed and run by
+hand, and so that a second engine (``sql/postgresql/``) can sit beside it with the same
+query names. In a source checkout the files are at the top of the repository; an
+installed wheel carries them as ``feedsync/sql`` (pyproject.toml: force-include).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from functools import cache
+from pathlib import Path
+
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@cache
+def sql_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent  # .../feedsync
+    for candidate in (here / "sql", here.parent / "sql"):
+        if (candidate / "schema.sql").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"feedsync's SQL files are missing (looked in {here}/sql and "
+        f"{here.parent}/sql): the installation is incomplete"
+    )
+
+
+def parse_named(text: str, origin: str) -> dict[str, str]:
+    """Split a file into its ``-- name: x`` queries (comments and all, one statement each)."""
+    queries: dict[str, str] = {}
+    marks = list(_NAME.finditer(text))
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
+        body = text[mark.end() : following.start() if following else len(text)].strip()
+        name = mark.group(1)
+        if name in queries:
+            raise ValueError(f"{origin}: query {name!r} defined twice")
+        if not body.rstrip().endswith(";"):
+            raise ValueError(f"{origin}: query {name!r} does not end with ';'")
+        queries[name] = body
+    return queries
+
+
+@cache
+def queries(engine_dir: str = "") -> dict[str, str]:
+    """All named queries of an engine (the top of sql/ is SQLite), by name."""
+    folder = sql_dir() / engine_dir if engine_dir else sql_dir()
+    found: dict[str, str] = {}
+    for path in sorted(folder.glob("*.sql")):
+        if path.name == "schema.sql":
+            continue
+        for name, text in parse_named(path.read_text(encoding="utf-8"), str(path)).items():
+            if name in found:
+                raise ValueError(f"{path}: query {name!r} also defined in another file")
+            found[name] = text
+    return found
+
+
+def split_statements(script: str) -> list[str]:
+    """A script cut into complete statements (triggers included), for use inside one
+    transaction: ``executescript`` would COMMIT first, which the migration lock forbids."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in buffer.splitlines()
+    ):
+        raise ValueError(f"incomplete SQL statement at the end of the script: {buffer[:80]!r}")
+    return statements
+
+
+def schema_steps(engine_dir: str = "") -> list[tuple[int, Path]]:
+    """(version, file) for the schema (version 1) and each migration, in order."""
+    folder = sql_dir() / engine_dir if engine_dir else sql_dir()
+    steps = [(1, folder / "schema.sql")]
+    for path in sorted((folder / "migrations").glob("*.sql")):
+        match = _MIGRATION.match(path.name)
+        if not match:
+            raise ValueError(f"{path}: migrations are named NNNN_what_it_does.sql")
+        steps.append((int(match.group(1)), path))
+    versions = [v for v, _ in steps]
+    if versions != list(range(1, len(steps) + 1)):
+        raise ValueError(f"schema versions in {folder} are not 1, 2, 3...: {versions}")
+    return steps

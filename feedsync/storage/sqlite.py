@@ -1,0 +1,390 @@
+"""The SQLite backend: one database file, shared safely by several processes.
+
+Writers coordinate through SQLite itself: WAL (readers never wait for a writer),
+``busy_timeout``, and ``BEGIN IMMEDIATE`` for every write transaction, which takes the
+write lock at the start instead of upgrading a read lock half way (the upgrade is what
+fails at once with "database is locked" no matter the timeout). A transaction that still
+meets a busy database is retried whole, with a bounded, jittered backoff: each is short
+and does no network I/O, so running it again is safe. The schema is applied and migrated
+inside such a transaction, so two processes starting at once on an empty file apply it
+once.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from feedsync.records import (
+    Article,
+    ArticleJob,
+    FailureOutcome,
+    Feed,
+    FeedHealth,
+    NewsItem,
+    StageIntent,
+    StageResult,
+)
+from feedsync.storage import StorageError
+from feedsync.storage.sqlfiles import queries, schema_steps, split_statements
+
+T = TypeVar("T")
+
+# How long one statement waits for another process's lock before SQLITE_BUSY.
+BUSY_TIMEOUT_S = 5.0
+# Retries of a whole write transaction that still met SQLITE_BUSY; with the backoff this
+# bounds the wait at about a minute, far beyond any of feedsync's own transactions.
+BUSY_RETRIES = 10
+# Reason stored on a config-owned feed whose line left the config file.
+LEFT_CONFIG = "not in the config file any more"
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+class SQLiteStorage:
+    """:class:`feedsync.storage.Storage` on one SQLite file."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn = conn
+        self._q = queries()
+        self.path = path
+        self.location = str(path)
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: Path) -> SQLiteStorage:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
+        try:
+            conn = sqlite3.connect(
+                path,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,  # we say BEGIN IMMEDIATE / COMMIT ourselves
+                check_same_thread=False,  # used from one thread at a time (the pipeline lane)
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from None
+        conn.row_factory = sqlite3.Row
+        storage = cls(conn, path)
+        try:
+            storage._retry(storage._configure)
+            storage._retry(storage._migrate)
+        except StorageError:
+            conn.close()
+            raise
+        return storage
+
+    def _configure(self) -> None:
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StorageError(f"{self.path}: cannot switch to WAL mode (got {mode!r})")
+        # Durability comes from snapshots, not from fsync on every commit (the live
+        # database sits on tmpfs); NORMAL in WAL mode still never corrupts.
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        steps = schema_steps()
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            newest = steps[-1][0]
+            if version > newest:
+                raise StorageError(
+                    f"{self.path} has schema version {version}, newer than this feedsync "
+                    f"knows ({newest}): upgrade feedsync"
+                )
+            for target, script in steps:
+                if target > version:
+                    for statement in split_statements(script.read_text(encoding="utf-8")):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {target:d}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # ------------------------------------------------------------ transactions
+
+    def _retry(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (one whole transaction), again if the database was busy."""
+        delay = 0.05
+        for attempt in range(BUSY_RETRIES + 1):
+            try:
+                return work()
+            except sqlite3.Error as exc:
+                if _is_busy(exc) and attempt < BUSY_RETRIES:
+                    time.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, 2.0)
+                    continue
+                if _is_busy(exc):
+                    raise StorageError(
+                        f"{self.path}: still busy after {BUSY_RETRIES} retries: another "
+                        "program holds a long write transaction"
+                    ) from None
+                raise StorageError(f"{self.path}: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` inside BEGIN IMMEDIATE ... COMMIT, retried whole when busy."""
+
+        def transaction() -> T:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(self._conn)
+                self._conn.execute("COMMIT")
+                return result
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+        return self._retry(transaction)
+
+    def _read(self, name: str, **params: Any) -> list[sqlite3.Row]:
+        return self._retry(lambda: self._conn.execute(self._q[name], params).fetchall())
+
+    def _exec(self, conn: sqlite3.Connection, name: str, **params: Any) -> sqlite3.Cursor:
+        return conn.execute(self._q[name], params)
+
+    # ------------------------------------------------------------ feeds
+
+    def sync_config_feeds(self, urls: Sequence[str], now: str) -> list[str]:
+        wanted = list(dict.fromkeys(urls))
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            added = []
+            for url in wanted:
+                if self._exec(conn, "feed_insert", url=url, origin="config", now=now).fetchone():
+                    added.append(url)
+                else:
+                    self._exec(conn, "feed_adopt_for_config", url=url, left_config=LEFT_CONFIG)
+            keep = set(wanted)
+            for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
+                if row["url"] not in keep and row["enabled"]:
+                    self._exec(conn, "feed_disable", id=row["id"], reason=LEFT_CONFIG)
+            return added
+
+        return self._write(work)
+
+    def add_feed(self, url: str, now: str) -> bool:
+        return self._write(
+            lambda conn: (
+                self._exec(conn, "feed_insert", url=url, origin="cli", now=now).fetchone()
+                is not None
+            )
+        )
+
+    def remove_feed(self, url: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            row = self._exec(conn, "feed_by_url", url=url).fetchone()
+            if row is None:
+                return False
+            self._exec(conn, "feed_delete", id=row["id"])
+            return True
+
+        return self._write(work)
+
+    def feed_health(self) -> list[FeedHealth]:
+        return [
+            FeedHealth(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                enabled=bool(r["enabled"]),
+                disabled_reason=r["disabled_reason"],
+                origin=r["origin"],
+                latest_published=r["latest_published"],
+                last_poll_at=r["last_poll_at"],
+                last_success_at=r["last_success_at"],
+                error_count=r["error_count"],
+                last_error=r["last_error"],
+                entries=r["entries"],
+            )
+            for r in self._read("feed_health")
+        ]
+
+    def feeds_to_poll(self) -> list[Feed]:
+        return [
+            Feed(
+                id=r["id"],
+                url=r["url"],
+                latest_published=r["latest_published"],
+                etag=r["etag"],
+                last_modified=r["last_modified"],
+            )
+            for r in self._read("feeds_to_poll")
+        ]
+
+    # ------------------------------------------------------------ stages 1 and 2
+
+    def stage(self, intent: StageIntent) -> StageResult:
+        def work(conn: sqlite3.Connection) -> StageResult:
+            created: list[int] = []
+            linked = 0
+            for entry in intent.entries:
+                row = self._exec(
+                    conn,
+                    "stage_insert",
+                    url=entry.url,
+                    title=entry.title,
+                    published=entry.published,
+                    summary=entry.summary,
+                    author=entry.author,
+                    guid=entry.guid,
+                    now=intent.polled_at,
+                    owner=intent.owner,
+                    lease_until=intent.lease_until,
+                ).fetchone()
+                if row is not None:
+                    summary_id = row[0]
+                    created.append(summary_id)
+                else:
+                    existing = self._exec(
+                        conn, "stage_lookup", url=entry.url, title=entry.title
+                    ).fetchone()
+                    summary_id = existing["id"]
+                    if existing["published"] is None and entry.published is not None:
+                        self._exec(
+                            conn, "stage_fill_date", id=summary_id, published=entry.published
+                        )
+                linked += self._exec(
+                    conn,
+                    "stage_link",
+                    feed_id=intent.feed_id,
+                    summary_id=summary_id,
+                    now=intent.polled_at,
+                ).rowcount
+            self._exec(
+                conn,
+                "stage_feed_polled",
+                feed_id=intent.feed_id,
+                newest=intent.newest_published,
+                title=intent.feed_title,
+                etag=intent.etag,
+                last_modified=intent.last_modified,
+                now=intent.polled_at,
+                next_poll_at=intent.next_poll_at,
+            )
+            return StageResult(created_ids=tuple(created), linked=linked)
+
+        return self._write(work)
+
+    def record_not_modified(
+        self,
+        feed_id: int,
+        etag: str | None,
+        last_modified: str | None,
+        now: str,
+        next_poll_at: str,
+    ) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "poll_not_modified",
+                feed_id=feed_id,
+                etag=etag,
+                last_modified=last_modified,
+                now=now,
+                next_poll_at=next_poll_at,
+            )
+        )
+
+    def record_poll_failure(self, feed_id: int, error: str, now: str, next_poll_at: str) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "poll_failed",
+                feed_id=feed_id,
+                error=error,
+                now=now,
+                next_poll_at=next_poll_at,
+            )
+        )
+
+    # ------------------------------------------------------------ stage 3
+
+    def claim_articles(
+        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+    ) -> list[ArticleJob]:
+        rows = self._write(
+            lambda conn: self._exec(
+                conn,
+                "extract_claim",
+                owner=owner,
+                after_id=after_id,
+                due_before=due_before,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+            ).fetchall()
+        )
+        jobs = [
+            ArticleJob(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                published=r["published"],
+                author=r["author"],
+                attempts=r["attempts"],
+            )
+            for r in rows
+        ]
+        return sorted(jobs, key=lambda job: job.id)
+
+    def save_article(
+        self, job_id: int, article: Article, published: str | None, fetched_at: str
+    ) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            self._exec(
+                conn,
+                "extract_save",
+                id=job_id,
+                published=published,
+                author=article.author,
+                language=article.language,
+                body=article.text,
+                fetched_at=fetched_at,
+            )
+            self._exec(conn, "extract_done", id=job_id)
+
+        self._write(work)
+
+    def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "extract_failed",
+                id=job_id,
+                owner=owner,
+                state=outcome.state,
+                attempts=outcome.attempts,
+                next_attempt_at=outcome.next_attempt_at,
+                error=outcome.error,
+            )
+        )
+
+    # ------------------------------------------------------------ reading
+
+    def counts(self) -> dict[str, int]:
+        row = self._read("counts")[0]
+        return dict(row)
+
+    def news_recent(self, limit: int) -> list[NewsItem]:
+        return [NewsItem(**dict(r)) for r in self._read("news_recent", limit=limit)]

@@ -1,0 +1,292 @@
+"""The SQLite storage layer on real files: schema, staging, claims, several writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from feedsync.records import Article, Entry, FailureOutcome, StageIntent
+from feedsync.storage import StorageError
+from feedsync.storage import sqlite as sqlite_module
+from feedsync.storage.sqlfiles import schema_steps, split_statements
+from feedsync.storage.sqlite import SQLiteStorage
+
+T0 = "2026-11-22T10:00:00Z"
+LATER = "2026-11-22T11:00:00Z"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> SQLiteStorage:
+    storage = SQLiteStorage.open(tmp_path / "feedsync.db")
+    yield storage
+    storage.close()
+
+
+def feed_id(storage: SQLiteStorage, url: str = "https://e.com/feed") -> int:
+    storage.add_feed(url, T0)
+    return next(f.id for f in storage.feeds_to_poll() if f.url == url)
+
+
+def intent(
+    fid: int, entries: list[Entry], owner: str = "A", newest: str = "", now: str = T0
+) -> StageIntent:
+    return StageIntent(
+        feed_id=fid,
+        polled_at=now,
+        entries=tuple(entries),
+        newest_published=newest,
+        feed_title="Feed",
+        etag='"v1"',
+        last_modified=None,
+        next_poll_at=LATER,
+        owner=owner,
+        lease_until="2026-11-22T10:15:00Z",
+    )
+
+
+def entry(n: int, published: str | None = None) -> Entry:
+    return Entry(url=f"https://e.com/{n}", title=f"Story {n}", published=published)
+
+
+# ---------------------------------------------------------------- schema
+
+
+def test_a_new_database_gets_the_whole_schema(db: SQLiteStorage) -> None:
+    conn = sqlite3.connect(db.path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"feeds", "news_summary", "feed_entries", "news"} <= tables
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(schema_steps())
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _open_and_close(path: str) -> None:
+    SQLiteStorage.open(Path(path)).close()
+
+
+def test_processes_opening_an_empty_database_at_once_apply_the_schema_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "race.db"
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_open_and_close, args=(str(path),)) for _ in range(6)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [p.exitcode for p in processes] == [0] * 6
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(schema_steps())
+    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'feeds'").fetchone()
+    assert tables == (1,)
+
+
+def test_migrations_run_once_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    SQLiteStorage.open(path).close()
+    migration = tmp_path / "0002_add_notes.sql"
+    migration.write_text(
+        "ALTER TABLE feeds ADD COLUMN notes TEXT;\n"
+        "CREATE TRIGGER feeds_note AFTER INSERT ON feeds BEGIN\n"
+        "  UPDATE feeds SET notes = 'new'; END;\n"
+    )
+    steps = [*schema_steps(), (2, migration)]
+    monkeypatch.setattr(sqlite_module, "schema_steps", lambda: steps)
+    for _ in range(2):  # the second open must not apply it again (ALTER would fail)
+        storage = SQLiteStorage.open(path)
+        storage.add_feed("https://e.com/x", T0)
+        storage.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("SELECT notes FROM feeds").fetchone() == ("new",)
+
+
+def test_a_database_from_a_newer_feedsync_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    SQLiteStorage.open(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(StorageError, match="schema version 99, newer"):
+        SQLiteStorage.open(path)
+
+
+def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StorageError, match="not a database"):
+        SQLiteStorage.open(path)
+    assert path.read_bytes() == b"this is not sqlite" * 100  # left as it was
+
+
+def test_statement_splitting_keeps_triggers_whole() -> None:
+    script = (
+        "CREATE TABLE a (x);\n-- a comment; with a semicolon\nCREATE TRIGGER t AFTER "
+        "INSERT ON a BEGIN\n  UPDATE a SET x = 1;\n  UPDATE a SET x = 2;\nEND;\n"
+    )
+    statements = split_statements(script)
+    assert len(statements) == 2 and statements[1].endswith("END;")
+    with pytest.raises(ValueError, match="incomplete"):
+        split_statements("CREATE TABLE b (x")
+
+
+# ---------------------------------------------------------------- staging
+
+
+def test_staging_reports_only_the_rows_it_created(db: SQLiteStorage) -> None:
+    a, b = feed_id(db, "https://e.com/a"), feed_id(db, "https://e.com/b")
+    first = db.stage(intent(a, [entry(1), entry(2)]))
+    second = db.stage(intent(b, [entry(2), entry(3)]))
+    assert len(first.created_ids) == 2 and first.linked == 2
+    assert len(second.created_ids) == 1 and second.linked == 2
+    again = db.stage(intent(b, [entry(2), entry(3)]))
+    assert again.created_ids == () and again.linked == 0
+    counts = db.counts()
+    assert (counts["entries"], counts["links"]) == (3, 4)
+
+
+def test_latest_published_never_moves_backwards(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+
+    def latest() -> str:
+        return next(f.latest_published for f in db.feeds_to_poll())
+
+    assert latest() == ""
+    db.stage(intent(fid, [entry(1, LATER)], newest=LATER))
+    assert latest() == LATER
+    db.stage(intent(fid, [entry(2, T0)], newest=T0))  # an older writer finishing last
+    assert latest() == LATER
+    db.stage(intent(fid, [entry(3)], newest=""))  # only undated entries
+    assert latest() == LATER
+
+
+def test_a_later_dated_copy_fills_in_a_missing_date(db: SQLiteStorage) -> None:
+    a, b = feed_id(db, "https://e.com/a"), feed_id(db, "https://e.com/b")
+    db.stage(intent(a, [entry(1)]))
+    db.stage(intent(b, [entry(1, T0)], newest=T0))
+    db.stage(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
+    rows = sqlite3.connect(db.path).execute("SELECT published FROM news_summary").fetchall()
+    assert rows == [(T0,)]
+
+
+def _stage_same_entry(
+    path: str, owner: str, barrier: threading.Barrier, created: list[int]
+) -> None:
+    storage = SQLiteStorage.open(Path(path))
+    try:
+        fid = storage.feeds_to_poll()[0].id
+        barrier.wait()
+        created.extend(storage.stage(intent(fid, [entry(7, T0)], owner=owner)).created_ids)
+    finally:
+        storage.close()
+
+
+def test_many_writers_staging_the_same_entry_at_once_make_one_row(db: SQLiteStorage) -> None:
+    feed_id(db)
+    barrier = threading.Barrier(8)
+    created: list[int] = []
+    threads = [
+        threading.Thread(
+            target=_stage_same_entry, args=(str(db.path), f"owner{n}", barrier, created)
+        )
+        for n in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(created) == 1  # exactly one writer created it, so exactly one extracts it
+    assert db.counts()["entries"] == 1
+
+
+# ---------------------------------------------------------------- claims
+
+
+def claim(
+    db: SQLiteStorage, owner: str, now: str = T0, after_id: int = 0, due_before: str = T0
+) -> list[int]:
+    jobs = db.claim_articles(owner, after_id, due_before, now, "2026-11-22T10:15:00Z", 10)
+    return [job.id for job in jobs]
+
+
+def test_rows_a_process_staged_are_leased_to_it(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    created = db.stage(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
+    assert claim(db, "B") == []
+    assert claim(db, "A") == list(created)
+    # once the lease has expired (process A died), B takes the rows over
+    assert claim(db, "B", now="2026-11-22T10:16:00Z") == list(created)
+
+
+def test_a_run_walks_the_queue_once(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    ids = db.stage(intent(fid, [entry(n) for n in range(5)], owner="A")).created_ids
+    assert claim(db, "A", after_id=ids[2]) == list(ids[3:])
+
+
+def test_failed_rows_wait_for_their_retry_time(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    (row,) = db.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    claim(db, "A")
+    db.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "HTTP 500"))
+    assert claim(db, "A", due_before=T0) == []
+    assert claim(db, "A", due_before=LATER) == [row]
+
+
+def test_a_process_that_lost_its_lease_records_nothing(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    (row,) = db.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    assert claim(db, "B", now="2026-11-22T10:16:00Z") == [row]  # A's lease expired
+    db.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "late"))
+    state = (
+        sqlite3.connect(db.path)
+        .execute("SELECT state, attempts, lease_owner FROM news_summary")
+        .fetchone()
+    )
+    assert state == ("new", 0, "B")
+
+
+def test_saving_an_article_completes_the_row(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    (row,) = db.stage(intent(fid, [entry(1, T0)], owner="A")).created_ids
+    claim(db, "A")
+    db.save_article(row, Article(text="Body text.", author="Ann", language="en"), T0, LATER)
+    db.save_article(row, Article(text="Again."), T0, LATER)  # a second save changes nothing
+    (item,) = db.news_recent(10)
+    assert (item.title, item.body, item.feed_title, item.author) == (
+        "Story 1",
+        "Body text.",
+        "Feed",
+        "Ann",
+    )
+    assert db.counts()["queue_new"] == 0
+    assert claim(db, "A") == []
+
+
+# ---------------------------------------------------------------- the feed list
+
+
+def test_config_feeds_are_added_disabled_and_readopted(db: SQLiteStorage) -> None:
+    assert db.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0) == [
+        "https://e.com/1",
+        "https://e.com/2",
+    ]
+    db.add_feed("https://e.com/cli", T0)
+    assert db.sync_config_feeds(["https://e.com/1"], T0) == []
+    health = {f.url: f for f in db.feed_health()}
+    assert not health["https://e.com/2"].enabled
+    assert health["https://e.com/2"].disabled_reason == "not in the config file any more"
+    assert health["https://e.com/cli"].enabled  # added by hand: the config does not own it
+    db.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0)
+    assert all(f.enabled for f in db.feed_health())
+
+
+def test_removing_a_feed_keeps_its_articles(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    db.stage(intent(fid, [entry(1)]))
+    assert db.remove_feed("https://e.com/feed")
+    assert not db.remove_feed("https://e.com/feed")
+    counts = db.counts()
+    assert (counts["feeds"], counts["entries"], counts["links"]) == (0, 1, 0)
