@@ -1,0 +1,260 @@
+"""The ``feedsync`` command line.
+
+Exit codes (a contract for cron and scripts, documented in README):
+
+- 0: the command did its work (for ``run``: the pass completed; a feed or an article
+  that failed is recorded and reported, not fatal),
+- 1: an unexpected internal error (``--debug`` shows the traceback),
+- 2: a usage or configuration error, with a one-line message naming what is wrong,
+- 3: a storage failure (the database cannot be opened, read or written),
+- 130: interrupted (Ctrl-C); 141: the output pipe closed early (``| head``).
+
+Imports stay light: what a command needs is imported when it runs, so ``feedsync run``
+from cron with nothing new never loads trafilatura or rich.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from feedsync import __version__
+
+if TYPE_CHECKING:
+    from feedsync.config import Config
+    from feedsync.storage import Storage
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_STORAGE = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for cat | head
+
+
+class UsageError(Exception):
+    """A bad argument; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage dump: cron mails and scripts read this.
+        self.exit(EXIT_USAGE, f"feedsync: error: {message} (see 'feedsync --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="feedsync",
+        description="Poll RSS/Atom feeds and keep every news article exactly once, "
+        "with its full text.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="config file (default: $FEEDSYNC_CONFIG, "
+        "/etc/feedsync/feedsync.toml, ~/.config/feedsync/feedsync.toml)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"feedsync {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    run = commands.add_parser("run", help="poll every feed once, extract what is new, exit")
+    run.add_argument("--json", action="store_true", help="print the pass's counters as JSON")
+    run.add_argument(
+        "-q", "--quiet", action="store_true", help="print problems only, no summary line"
+    )
+
+    add = commands.add_parser("add", help="add a feed")
+    add.add_argument("url")
+    remove = commands.add_parser("remove", help="remove a feed (its articles are kept)")
+    remove.add_argument("url")
+    commands.add_parser("feeds", help="list the feeds and their health")
+
+    demo = commands.add_parser(
+        "demo", help="ingest bundled sample feeds from a local server into a throwaway database"
+    )
+    demo.add_argument(
+        "--keep", metavar="DIR", type=Path, help="write the demo database into DIR and keep it"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from feedsync.config import ConfigError
+    from feedsync.storage import StorageError
+
+    try:
+        return _dispatch(args)
+    except (UsageError, ConfigError) as exc:
+        kind = "config error" if isinstance(exc, ConfigError) else "error"
+        print(f"feedsync: {kind}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except StorageError as exc:
+        print(f"feedsync: storage error: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
+    except KeyboardInterrupt:
+        print("feedsync: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`feedsync feeds | head`): stop quietly, as cat would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        print(
+            f"feedsync: internal error: {reason} (run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from feedsync.demo import run_demo
+
+        return run_demo(sys.stdout, keep=args.keep)
+
+    from feedsync import config as config_module
+
+    config = config_module.load(args.config)
+    handler = {"run": cmd_run, "add": cmd_add, "remove": cmd_remove, "feeds": cmd_feeds}
+    return handler[args.command](args, config)
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _config_feed_urls(config: Config) -> list[str]:
+    from feedsync.canonical import canonical_url
+    from feedsync.config import ConfigError
+
+    urls = []
+    for index, feed in enumerate(config.feeds):
+        url = canonical_url(feed.url)
+        if url is None:
+            raise ConfigError(
+                f"{config.source}: feeds[{index}].url: not a usable http(s) URL: {feed.url!r}"
+            )
+        urls.append(url)
+    return urls
+
+
+def _open(config: Config) -> Storage:
+    """Open the database and bring the config file's feeds into it."""
+    from feedsync import storage as storage_module
+    from feedsync import timestamps
+
+    urls = _config_feed_urls(config)
+    storage = storage_module.open_storage(config.storage)
+    try:
+        storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
+    except BaseException:
+        storage.close()
+        raise
+    return storage
+
+
+def cmd_run(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import progress
+    from feedsync.pipeline import run_pass
+
+    storage = _open(config)
+    try:
+        if not storage.feeds_to_poll() and not (args.quiet or args.json):
+            where = config.source or "a config file"
+            print(
+                "feedsync: no feeds to poll: add one with 'feedsync add URL' or a [[feeds]] "
+                f"entry in {where}; 'feedsync demo' shows a run on sample feeds",
+                file=sys.stderr,
+            )
+        run_pass(config, storage, progress.choose(args.json, args.quiet))
+    finally:
+        storage.close()
+    return EXIT_OK
+
+
+def _user_feed_url(url: str) -> str:
+    from feedsync.canonical import canonical_url
+
+    canonical = canonical_url(url)
+    if canonical is None:
+        raise UsageError(f"not an http:// or https:// URL: {url!r}")
+    return canonical
+
+
+def cmd_add(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import timestamps
+
+    url = _user_feed_url(args.url)
+    storage = _open(config)
+    try:
+        added = storage.add_feed(url, timestamps.to_iso(timestamps.now()))
+    finally:
+        storage.close()
+    print(f"added {url}" if added else f"already there: {url}")
+    return EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace, config: Config) -> int:
+    url = _user_feed_url(args.url)
+    if url in _config_feed_urls(config):
+        raise UsageError(
+            f"{url} is listed in {config.source}: delete it there (feedsync then stops polling it)"
+        )
+    storage = _open(config)
+    try:
+        removed = storage.remove_feed(url)
+    finally:
+        storage.close()
+    if not removed:
+        raise UsageError(f"no such feed: {url} (see 'feedsync feeds')")
+    print(f"removed {url} (its articles are kept)")
+    return EXIT_OK
+
+
+def _short(timestamp: str | None) -> str:
+    """'2026-11-22T10:05:00Z' -> '2026-11-22 10:05Z'."""
+    return f"{timestamp[:10]} {timestamp[11:16]}Z" if timestamp else "never"
+
+
+def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
+    storage = _open(config)
+    try:
+        feeds = storage.feed_health()
+    finally:
+        storage.close()
+    if not feeds:
+        print("no feeds yet: add one with 'feedsync add URL'")
+        return EXIT_OK
+    for feed in feeds:
+        origin = " (config)" if feed.origin == "config" else ""
+        print(f"[{feed.id}] {feed.title or '(no title yet)'}{origin}")
+        print(f"    {feed.url}")
+        if not feed.enabled:
+            health = f"DISABLED: {feed.disabled_reason}"
+        elif feed.error_count:
+            health = f"FAILING ({feed.error_count} in a row): {feed.last_error}"
+        elif feed.last_poll_at is None:
+            health = "not polled yet"
+        else:
+            health = "ok"
+        print(f"    {health}")
+        latest = _short(feed.latest_published) if feed.latest_published else "none"
+        print(
+            f"    last success {_short(feed.last_success_at)} | latest entry {latest} | "
+            f"{feed.entries} entries"
+        )
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

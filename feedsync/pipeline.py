@@ -1,0 +1,324 @@
+"""One pass of feedsync: poll every enabled feed, stage what is new, extract it.
+
+As a pipe::
+
+    storage.feeds_to_poll
+      | fetch.get (conditional GET, concurrent, per-host cap)      -- network
+      | parse.parse_feed                                           -- CPU, one feed at a time
+      | decide.candidates / decide.newest_published                -- pure
+      | storage.stage (INSERT OR IGNORE ... RETURNING, 1 txn/feed) -- dedup happens here
+    then, until the queue has nothing more for this pass:
+      storage.claim_articles (lease)                               -- short txn
+      | fetch.get (article page)                                   -- network, no txn open
+      | extract.Extractor (trafilatura in worker processes)        -- CPU, bounded
+      | storage.save_article / decide.after_failure + storage.record_extract_failure
+
+Threads: the event loop does the network; every storage call and every parse runs on
+one "lane" thread, in order, so the database connection is used by one thread and the
+loop never blocks on SQLite or feedparser. No network I/O happens inside a transaction:
+each storage method is a whole transaction by itself.
+
+Exactly once across overlapping processes: the staging insert names the rows it really
+created and leases them to this process; claims skip rows leased to someone else. A run
+walks the queue once, in id order (``after_id``), so a row that fails is not retried in
+the same pass but on a later one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import ParamSpec, TypeVar
+
+import httpx
+
+from feedsync import decide, fetch, timestamps
+from feedsync.canonical import host_of
+from feedsync.config import Config
+from feedsync.extract import ExtractError, Extractor
+from feedsync.parse import NotAFeed, parse_feed
+from feedsync.progress import Progress
+from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
+from feedsync.storage import Storage
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
+
+
+def new_owner() -> str:
+    """An identity for leases, unique across hosts, processes and passes."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class _FeedOutcome:
+    staged: int = 0
+    seen: int = 0
+    skipped: int = 0
+    candidates: int = 0
+    parsed: bool = False
+    not_modified: bool = False
+    error: str | None = None
+
+
+class Pass:
+    """One pass over the feeds and the extraction queue."""
+
+    def __init__(
+        self,
+        config: Config,
+        storage: Storage,
+        progress: Progress,
+        *,
+        clock: Callable[[], datetime] = timestamps.now,
+        owner: str | None = None,
+    ):
+        self.config = config
+        self.storage = storage
+        self.progress = progress
+        self.clock = clock
+        self.owner = owner or new_owner()
+        self.stats = RunStats()
+        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
+        self._extractor = Extractor(
+            workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
+        )
+
+    async def _on_lane(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._lane, lambda: fn(*args, **kwargs))
+
+    def _problem(self, message: str) -> None:
+        self.stats.errors.append(message)
+        self.progress.problem(message)
+
+    # ------------------------------------------------------------ the pass
+
+    def run(self) -> RunStats:
+        started = time.monotonic()
+        try:
+            asyncio.run(self._run())
+        finally:
+            self._extractor.close()
+            self._lane.shutdown(wait=True)
+        self.progress.finish(self.stats, time.monotonic() - started)
+        return self.stats
+
+    async def _run(self) -> None:
+        poll = self.config.poll
+        started_at = timestamps.to_iso(self.clock())
+        feeds = await self._on_lane(self.storage.feeds_to_poll)
+        self.stats.feeds = len(feeds)
+        limiter = fetch.HostLimiter(poll.concurrency, poll.per_host)
+        async with fetch.make_client(poll.timeout.total_seconds(), poll.concurrency) as client:
+            self.progress.start_feeds(len(feeds))
+            # Bodies waiting for the parser count against the same bound as downloads,
+            # so at most `concurrency` feed documents are in memory at once.
+            in_memory = asyncio.Semaphore(poll.concurrency)
+            await asyncio.gather(*(self._poll(f, client, limiter, in_memory) for f in feeds))
+            self.progress.start_articles()
+            await self._drain_queue(client, limiter, due_before=started_at)
+
+    # ------------------------------------------------------------ stages 1-2
+
+    async def _poll(
+        self,
+        feed: Feed,
+        client: httpx.AsyncClient,
+        limiter: fetch.HostLimiter,
+        in_memory: asyncio.Semaphore,
+    ) -> None:
+        poll = self.config.poll
+        async with in_memory:
+            try:
+                async with limiter.slot(host_of(feed.url)):
+                    response = await fetch.get(
+                        client,
+                        feed.url,
+                        max_bytes=poll.max_feed_bytes,
+                        deadline=poll.timeout.total_seconds(),
+                        accept=fetch.FEED_ACCEPT,
+                        etag=feed.etag,
+                        last_modified=feed.last_modified,
+                    )
+            except fetch.FetchError as exc:
+                outcome = _FeedOutcome(error=str(exc))
+                await self._on_lane(self._record_failure, feed, str(exc))
+            else:
+                outcome = await self._on_lane(self._stage_feed, feed, response)
+        self._count_feed(feed, outcome)
+
+    def _count_feed(self, feed: Feed, outcome: _FeedOutcome) -> None:
+        s = self.stats
+        s.polled += 1
+        s.not_modified += outcome.not_modified
+        s.parsed += outcome.parsed
+        s.entries_seen += outcome.seen
+        s.entries_skipped += outcome.skipped
+        s.candidates += outcome.candidates
+        s.staged += outcome.staged
+        if outcome.error:
+            s.feed_errors += 1
+            self._problem(f"feed {feed.url}: {outcome.error}")
+        self.progress.feed_done(outcome.staged)
+
+    def _next_poll_at(self, now: datetime) -> str:
+        return timestamps.to_iso(now + self.config.poll.interval)
+
+    def _record_failure(self, feed: Feed, error: str) -> None:
+        now = self.clock()
+        self.storage.record_poll_failure(
+            feed.id, error, timestamps.to_iso(now), self._next_poll_at(now)
+        )
+
+    def _stage_feed(self, feed: Feed, response: fetch.Response) -> _FeedOutcome:
+        """Runs on the lane: parse, decide, stage in one transaction."""
+        fetched_at = self.clock()
+        now = timestamps.to_iso(fetched_at)
+        if response.not_modified:
+            self.storage.record_not_modified(
+                feed.id,
+                response.etag,
+                response.last_modified,
+                now,
+                self._next_poll_at(fetched_at),
+            )
+            return _FeedOutcome(not_modified=True)
+        try:
+            parsed = parse_feed(response.body, response.url, fetched_at, response.content_type)
+        except NotAFeed as exc:
+            self._record_failure(feed, str(exc))
+            return _FeedOutcome(error=str(exc))
+        except Exception as exc:  # a parser bug on hostile input must not end the pass
+            reason = f"cannot parse: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self._record_failure(feed, reason)
+            return _FeedOutcome(error=reason)
+        chosen = decide.candidates(parsed.entries, feed.latest_published, self.config.poll.lookback)
+        intent = StageIntent(
+            feed_id=feed.id,
+            polled_at=now,
+            entries=chosen,
+            newest_published=decide.newest_published(chosen),
+            feed_title=parsed.title,
+            etag=response.etag,
+            last_modified=response.last_modified,
+            next_poll_at=self._next_poll_at(fetched_at),
+            owner=self.owner,
+            lease_until=timestamps.to_iso(fetched_at + self.config.extract.lease),
+        )
+        result = self.storage.stage(intent)
+        return _FeedOutcome(
+            staged=len(result.created_ids),
+            seen=len(parsed.entries) + parsed.skipped,
+            skipped=parsed.skipped,
+            candidates=len(chosen),
+            parsed=True,
+        )
+
+    # ------------------------------------------------------------ stage 3
+
+    async def _drain_queue(
+        self, client: httpx.AsyncClient, limiter: fetch.HostLimiter, due_before: str
+    ) -> None:
+        """Claim and extract queue rows until none is left for this pass.
+
+        At most ``concurrency`` articles are in work at once, and at most that many more
+        are claimed ahead, so leases stay short.
+        """
+        width = self.config.poll.concurrency
+        pending: deque[ArticleJob] = deque()
+        running: set[asyncio.Task[None]] = set()
+        after_id = 0
+        exhausted = False
+        while True:
+            while len(running) < width:
+                if not pending and not exhausted:
+                    now = self.clock()
+                    batch = await self._on_lane(
+                        self.storage.claim_articles,
+                        self.owner,
+                        after_id,
+                        due_before,
+                        timestamps.to_iso(now),
+                        timestamps.to_iso(now + self.config.extract.lease),
+                        width,
+                    )
+                    if batch:
+                        after_id = batch[-1].id
+                        pending.extend(batch)
+                        self.progress.articles_claimed(len(batch))
+                    else:
+                        exhausted = True
+                if not pending:
+                    break
+                job = pending.popleft()
+                running.add(asyncio.create_task(self._extract(job, client, limiter)))
+            if not running:
+                return
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a bug in _extract must surface, not vanish
+
+    async def _extract(
+        self, job: ArticleJob, client: httpx.AsyncClient, limiter: fetch.HostLimiter
+    ) -> None:
+        config = self.config
+        try:
+            async with limiter.slot(host_of(job.url)):
+                page = await fetch.get(
+                    client,
+                    job.url,
+                    max_bytes=config.extract.max_page_bytes,
+                    deadline=config.poll.timeout.total_seconds(),
+                    accept=fetch.PAGE_ACCEPT,
+                )
+            kind = (page.content_type or "text/html").split(";")[0].strip().lower()
+            if kind not in HTML_TYPES:
+                raise ExtractError(f"not an HTML page ({kind})", permanent=True)
+            article = await self._extractor.extract(page.body, page.url)
+        except (fetch.FetchError, ExtractError) as exc:
+            await self._record_extract_failure(job, str(exc), exc.permanent)
+        else:
+            now = self.clock()
+            article = replace(article, author=job.author or article.author)
+            published = decide.article_published(job.published, article.date, now)
+            await self._on_lane(
+                self.storage.save_article, job.id, article, published, timestamps.to_iso(now)
+            )
+            self.stats.extracted += 1
+        self.progress.article_done()
+
+    async def _record_extract_failure(self, job: ArticleJob, error: str, permanent: bool) -> None:
+        outcome = decide.after_failure(
+            job.attempts,
+            error,
+            self.clock(),
+            max_attempts=self.config.extract.max_attempts,
+            backoff=self.config.extract.retry_backoff,
+            permanent=permanent,
+        )
+        await self._on_lane(self.storage.record_extract_failure, job.id, self.owner, outcome)
+        if outcome.state == "gone":
+            self.stats.gone += 1
+            self._problem(f"article {job.url}: {error} (attempt {outcome.attempts}, given up)")
+        else:
+            self.stats.extract_failed += 1
+            self._problem(
+                f"article {job.url}: {error} (attempt {outcome.attempts}, "
+                f"retried after {outcome.next_attempt_at})"
+            )
+
+
+def run_pass(config: Config, storage: Storage, progress: Progress) -> RunStats:
+    """One pass, synchronously: what ``feedsync run`` does."""
+    return Pass(config, storage, progress).run()

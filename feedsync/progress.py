@@ -1,0 +1,129 @@
+"""What a pass tells the person (or cron) that started it.
+
+On a terminal: live progress bars (rich, imported only then) for feeds polled, entries
+staged and articles extracted, problems printed above them. Without a terminal (cron):
+problems on stderr as they happen, one summary line on stdout at the end, nothing else.
+``--json``: the counters as one JSON object on stdout. ``--quiet``: problems only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import Any, Protocol, TextIO
+
+from feedsync.records import RunStats
+
+
+class Progress(Protocol):
+    def start_feeds(self, total: int) -> None: ...
+    def feed_done(self, staged: int) -> None: ...
+    def start_articles(self) -> None: ...
+    def articles_claimed(self, count: int) -> None: ...
+    def article_done(self) -> None: ...
+    def problem(self, message: str) -> None: ...
+    def finish(self, stats: RunStats, seconds: float) -> None: ...
+
+
+def summary_line(stats: RunStats, seconds: float) -> str:
+    return (
+        f"feedsync: {stats.polled} feeds polled ({stats.not_modified} not modified, "
+        f"{stats.feed_errors} failed), {stats.staged} new entries staged, "
+        f"{stats.extracted} articles extracted ({stats.extract_failed} failed, "
+        f"{stats.gone} given up) in {seconds:.1f}s"
+    )
+
+
+class PlainProgress:
+    """For cron and pipes: problems as they happen, one summary line at the end."""
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, summary: bool = True):
+        self._out, self._err, self._summary = out, err, summary
+
+    def start_feeds(self, total: int) -> None:
+        pass
+
+    def feed_done(self, staged: int) -> None:
+        pass
+
+    def start_articles(self) -> None:
+        pass
+
+    def articles_claimed(self, count: int) -> None:
+        pass
+
+    def article_done(self) -> None:
+        pass
+
+    def problem(self, message: str) -> None:
+        print(f"feedsync: {message}", file=self._err, flush=True)
+
+    def finish(self, stats: RunStats, seconds: float) -> None:
+        if self._summary:
+            print(summary_line(stats, seconds), file=self._out, flush=True)
+
+
+class JsonProgress(PlainProgress):
+    """``--json``: problems on stderr, the counters as one JSON object on stdout."""
+
+    def finish(self, stats: RunStats, seconds: float) -> None:
+        data: dict[str, Any] = asdict(stats)
+        data["seconds"] = round(seconds, 3)
+        print(json.dumps(data), file=self._out, flush=True)
+
+
+class TerminalProgress:
+    """Live bars on a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._console = Console(stderr=True)
+        self._bars = Progress(
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=self._console,
+            transient=False,
+        )
+        self._feeds: Any = None
+        self._articles: Any = None
+        self._staged = 0
+
+    def start_feeds(self, total: int) -> None:
+        self._bars.start()
+        self._feeds = self._bars.add_task("polling feeds", total=total, note="")
+
+    def feed_done(self, staged: int) -> None:
+        self._staged += staged
+        self._bars.update(self._feeds, advance=1, note=f"{self._staged} new entries")
+
+    def start_articles(self) -> None:
+        self._articles = self._bars.add_task("extracting articles", total=0, note="")
+
+    def articles_claimed(self, count: int) -> None:
+        total = self._bars.tasks[self._articles].total or 0
+        self._bars.update(self._articles, total=total + count)
+
+    def article_done(self) -> None:
+        self._bars.update(self._articles, advance=1)
+
+    def problem(self, message: str) -> None:
+        self._console.print(message, style="yellow", markup=False, highlight=False)
+
+    def finish(self, stats: RunStats, seconds: float) -> None:
+        self._bars.stop()
+        print(summary_line(stats, seconds), flush=True)
+
+
+def choose(json_output: bool, quiet: bool) -> Progress:
+    if json_output:
+        return JsonProgress()
+    if quiet:
+        return PlainProgress(summary=False)
+    if sys.stderr.isatty() and sys.stdout.isatty():
+        return TerminalProgress()
+    return PlainProgress()

@@ -1,0 +1,163 @@
+"""The `feedsync` command as users and cron meet it: output, exit codes, start-up cost."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import FeedsyncEnv, Site, cli_env
+from sitegen import Item
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "feedsync"
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and re.fullmatch(r"feedsync \d+\.\d+\.\d+\n", done.stdout)
+
+
+def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
+    url = site.feed("news.xml", [Item("One", site.page("one"))])
+    assert fs.run("add", url + "#top").stdout == f"added {url}\n"
+    assert fs.run("add", url).stdout == f"already there: {url}\n"
+    listing = fs.run("feeds").stdout
+    assert url in listing and "not polled yet" in listing
+
+    fs.run("run")
+    listing = fs.run("feeds").stdout
+    assert "[1] news.xml" in listing and "    ok\n" in listing and "1 entries" in listing
+
+    assert fs.run("remove", url).stdout == f"removed {url} (its articles are kept)\n"
+    assert fs.run("feeds").stdout.startswith("no feeds yet")
+    assert fs.scalar("SELECT count(*) FROM news") == 1
+
+
+def test_feeds_shows_failures_and_disabled_feeds(fs: FeedsyncEnv, site: Site) -> None:
+    broken = site.server.set("/broken.xml", "x", status=500)
+    kept = site.feed("kept.xml", [])
+    fs.configure([broken, kept])
+    fs.run("run")
+    fs.configure([kept])  # broken leaves the config file
+    listing = fs.run("feeds").stdout
+    assert "DISABLED: not in the config file any more" in listing
+    fs.configure([broken, kept])
+    fs.run("run")
+    listing = fs.run("feeds").stdout
+    assert "FAILING (2 in a row): HTTP 500 Internal Server Error" in listing
+    assert all(len(line) <= 80 for line in listing.splitlines()), listing
+
+
+def test_bad_arguments_get_one_line_and_exit_2(fs: FeedsyncEnv, site: Site) -> None:
+    cases = {
+        ("add", "ftp://example.com/feed"): "not an http:// or https:// URL",
+        ("add", "not a url"): "not an http:// or https:// URL",
+        ("remove", "https://example.com/never-added"): "no such feed",
+        ("frobnicate",): "invalid choice",
+        ("add",): "the following arguments are required: url",
+        ("run", "--verbose"): "unrecognized arguments: --verbose",
+    }
+    for args, message in cases.items():
+        done = fs.run(*args, expect=2)
+        assert message in done.stderr, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and done.stdout == "", (args, done.stderr)
+    configured = site.feed("c.xml", [])
+    fs.configure([configured])
+    done = fs.run("remove", configured, expect=2)
+    assert "is listed in" in done.stderr and str(fs.config_path) in done.stderr
+
+
+def test_storage_failures_exit_3_with_one_line(fs: FeedsyncEnv) -> None:
+    fs.db_path.parent.mkdir(parents=True)
+    fs.db_path.write_bytes(b"definitely not a database" * 200)
+    done = fs.run("run", expect=3)
+    assert done.stderr.startswith("feedsync: storage error: ") and done.stderr.count("\n") == 1
+    assert "not a database" in done.stderr
+    blocker = fs.root / "a-file"
+    blocker.write_text("")
+    fs.configure(storage={"db": str(blocker / "sub" / "feedsync.db")})
+    done = fs.run("feeds", expect=3)
+    assert done.stderr == (
+        f"feedsync: storage error: cannot create {blocker / 'sub'}: Not a directory\n"
+    )
+
+
+def test_cron_output_is_one_summary_line_plus_errors(fs: FeedsyncEnv, site: Site) -> None:
+    good = site.feed("good.xml", [Item("Good", site.page("good"))])
+    bad = site.server.set("/bad.xml", "x", status=500)
+    fs.configure([good, bad])
+    done = fs.run("run")
+    assert re.fullmatch(
+        r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entries staged, "
+        r"1 articles extracted \(0 failed, 0 given up\) in \d+\.\ds\n",
+        done.stdout,
+    )
+    assert done.stderr == f"feedsync: feed {bad}: HTTP 500 Internal Server Error\n"
+    quiet = fs.run("run", "--quiet")
+    assert quiet.stdout == "" and "HTTP 500" in quiet.stderr
+
+
+def test_no_feeds_is_a_hint_not_an_error(fs: FeedsyncEnv) -> None:
+    done = fs.run("run")
+    assert "no feeds to poll" in done.stderr and "feedsync add URL" in done.stderr
+    assert "0 feeds polled" in done.stdout
+
+
+def test_terminal_gets_progress_bars(fs: FeedsyncEnv, site: Site) -> None:
+    fs.configure([site.feed("f.xml", [Item("Story", site.page("story"))])])
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: feedsync with a terminal on stdin/stdout/stderr
+        os.execve(
+            sys.executable,
+            fs.command("run"),
+            {**cli_env(fs.root / "home"), "TERM": "xterm", "COLUMNS": "100"},
+        )
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+    _, status = os.waitpid(pid, 0)
+    text = output.decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "polling feeds" in text and "extracting articles" in text
+    assert "1 articles extracted" in text
+
+
+def _imported_modules(done: subprocess.CompletedProcess[str]) -> set[str]:
+    return {
+        line.split("|")[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+
+
+def test_a_run_with_nothing_to_extract_never_loads_trafilatura(fs: FeedsyncEnv, site: Site) -> None:
+    feed = site.feed("f.xml", [Item("Story", site.page("story"))])
+    fs.configure([feed])
+    env = {**cli_env(fs.root / "home"), "PYTHONPROFILEIMPORTTIME": "1"}
+
+    def run() -> set[str]:
+        done = subprocess.run(
+            fs.command("run"), capture_output=True, text=True, env=env, timeout=180
+        )
+        assert done.returncode == 0, done.stderr
+        return _imported_modules(done)
+
+    # with an article to extract, trafilatura is loaded (by the extraction workers)
+    assert "trafilatura" in run()
+    # the next run (cron, a few minutes later, nothing new) does not load it, nor rich
+    quiet = run()
+    assert "feedparser" in quiet
+    assert "trafilatura" not in quiet and "rich" not in quiet
