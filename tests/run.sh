@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/run.sh: set everything up on a fresh Debian / Raspberry Pi OS machine and run the
+# whole test suite, with the linters. This is what CI runs (.ci/run) and what README's
+# Quick start tells a developer to type. Extra arguments go to pytest.
+#
+# It installs the system packages the tests need (apt, only those missing), creates .venv
+# with feedsync installed editable plus its test tools, then runs ruff, mypy, shellcheck
+# and pytest. pytest's exit code is the script's: no tests collected (5) fails too.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian package -> a command or file that shows it is there.
+needed=()
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || needed+=(python3-venv)
+command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
+if [ ${#needed[@]} -gt 0 ]; then
+    echo "tests/run.sh: installing ${needed[*]} (apt)"
+    # a partial index update (mirror sync in progress) is not fatal: the install says
+    as_root apt-get update -q || echo "tests/run.sh: apt-get update had errors; trying anyway"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${needed[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[test]'
+
+echo "tests/run.sh: ruff"
+.venv/bin/ruff check feedsync tests
+.venv/bin/ruff format --check feedsync tests
+echo "tests/run.sh: mypy"
+.venv/bin/mypy
+echo "tests/run.sh: shellcheck"
+shellcheck install.sh tests/run.sh .ci/run
+echo "tests/run.sh: pytest"
+exec .venv/bin/python -m pytest "$@"
