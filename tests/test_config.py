@@ -1,0 +1,137 @@
+"""Configuration: the documented search order, defaults, and one-line errors naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import FeedsyncEnv, cli_env
+
+from feedsync import config
+from feedsync.config import ConfigError, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("90s", timedelta(seconds=90)),
+        ("30m", timedelta(minutes=30)),
+        ("24h", timedelta(hours=24)),
+        ("7d", timedelta(days=7)),
+        ("1h30m", timedelta(minutes=90)),
+        ("0s", timedelta(0)),
+        ("1.5h", timedelta(minutes=90)),
+        ("250ms", timedelta(seconds=0.25)),
+    ],
+)
+def test_durations(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "10", "h", "10x", "ten minutes", "-5m", "5m garbage"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_a_full_config_is_read() -> None:
+    cfg = config.from_dict(
+        {
+            "storage": {"db": "/run/feedsync/feedsync.db", "snapshot": "/var/lib/feedsync/f.db"},
+            "poll": {"lookback": "48h", "concurrency": 4, "per_host": 1, "timeout": "20s"},
+            "extract": {"max_attempts": 7, "max_page_bytes": "2MB"},
+            "feeds": [{"url": "https://example.com/feed.xml"}],
+        }
+    )
+    assert cfg.storage.db == Path("/run/feedsync/feedsync.db")
+    assert cfg.storage.snapshot == Path("/var/lib/feedsync/f.db")
+    assert cfg.poll.lookback == timedelta(hours=48)
+    assert (cfg.poll.concurrency, cfg.poll.per_host) == (4, 1)
+    assert cfg.extract.max_attempts == 7
+    assert cfg.extract.max_page_bytes == 2_000_000
+    assert [f.url for f in cfg.feeds] == ["https://example.com/feed.xml"]
+
+
+def test_defaults_when_nothing_is_said(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    cfg = config.from_dict({})
+    assert cfg.storage.db == tmp_path / "data" / "feedsync" / "feedsync.db"
+    assert cfg.poll.lookback == timedelta(hours=24)
+    assert cfg.extract.max_attempts == 5
+    assert cfg.feeds == ()
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ({"pol": {}}, "pol"),
+        ({"poll": {"lookbak": "24h"}}, "poll.lookbak"),
+        ({"poll": {"timeout": "soon"}}, "poll.timeout"),
+        ({"poll": {"timeout": 30}}, "poll.timeout"),
+        ({"poll": {"concurrency": 0}}, "poll.concurrency"),
+        ({"poll": {"concurrency": "8"}}, "poll.concurrency"),
+        ({"poll": {"concurrency": 2, "per_host": 4}}, "poll.per_host"),
+        ({"extract": {"max_attempts": True}}, "extract.max_attempts"),
+        ({"extract": {"max_page_bytes": "lots"}}, "extract.max_page_bytes"),
+        ({"storage": {"db": ""}}, "storage.db"),
+        ({"storage": "x"}, "storage"),
+        ({"feeds": [{"url": "ftp://example.com/feed"}]}, "feeds[0].url"),
+        ({"feeds": [{"link": "https://example.com/feed"}]}, "feeds[0].link"),
+        ({"feeds": [{}]}, "feeds[0].url"),
+        ({"feeds": {"url": "https://example.com/"}}, "feeds"),
+    ],
+)
+def test_errors_name_the_key(raw: dict[str, object], names: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        config.from_dict(raw, source=Path("/etc/feedsync/feedsync.toml"))
+    message = str(error.value)
+    assert message.startswith(f"/etc/feedsync/feedsync.toml: {names}: "), message
+    assert "\n" not in message
+
+
+def test_search_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    explicit = tmp_path / "explicit.toml"
+    from_env = tmp_path / "env.toml"
+    user = tmp_path / "xdg" / "feedsync" / "feedsync.toml"
+    for path in (explicit, from_env, user):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    monkeypatch.setattr(config, "SYSTEM_CONFIG", tmp_path / "etc" / "feedsync.toml")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("FEEDSYNC_CONFIG", str(from_env))
+    assert config.find_config_file(str(explicit)) == explicit
+    assert config.find_config_file(None) == from_env
+    monkeypatch.delenv("FEEDSYNC_CONFIG")
+    assert config.find_config_file(None) == user
+    user.unlink()
+    assert config.find_config_file(None) is None
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "feedsync.toml").write_text("")
+    assert config.find_config_file(None) == tmp_path / "etc" / "feedsync.toml"
+
+
+def test_cli_reports_a_config_error_in_one_line_and_exits_2(fs: FeedsyncEnv) -> None:
+    fs.config_path.write_text('[poll]\nlookback = "a day"\n')
+    done = fs.run("run", expect=2)
+    assert done.stderr.count("\n") == 1
+    assert "poll.lookback" in done.stderr and "a day" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not fs.db_path.exists()  # nothing touched
+
+
+def test_cli_reports_broken_toml_and_a_missing_file(fs: FeedsyncEnv) -> None:
+    fs.config_path.write_text("[poll\n")
+    done = fs.run("feeds", expect=2)
+    assert "not valid TOML" in done.stderr and done.stderr.count("\n") == 1
+    missing = fs.root / "missing.toml"
+    done = subprocess.run(
+        [*fs.command("feeds")[:3], "--config", str(missing), "feeds"],
+        capture_output=True,
+        text=True,
+        env=cli_env(fs.root / "home"),
+    )
+    assert done.returncode == 2
+    expected = f"feedsync: config error: config file not found: {missing} (from --config)\n"
+    assert done.stderr == expected
