@@ -23,7 +23,10 @@ import sitegen
 
 from feedsync.localserver import LocalServer
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+# The real-world corpus (never copied into the repo); FEEDSYNC_CORPUS overrides where it is.
+CORPUS = Path(
+    os.environ.get("FEEDSYNC_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus"
+)
 
 
 @pytest.fixture

@@ -134,6 +134,7 @@ def test_spellings_of_one_url_land_as_one_row(fs: FeedsyncEnv, site: Site) -> No
         base + "café?utm_source=rss&utm_medium=feed",
         base + "caf%c3%a9#comments",
         base + "caf%C3%A9?fbclid=abc123",
+        base.replace("http://", "HTTP://") + "caf%C3%A9",
     ]
     feeds = [
         site.feed(f"f{n}.xml", [Item("Café news", link, hours(1))])
@@ -144,7 +145,7 @@ def test_spellings_of_one_url_land_as_one_row(fs: FeedsyncEnv, site: Site) -> No
     fs.run("run")
 
     assert fs.query("SELECT url FROM news_summary") == [(base + "caf%C3%A9",)]
-    assert fs.scalar("SELECT count(*) FROM feed_entries") == 3
+    assert fs.scalar("SELECT count(*) FROM feed_entries") == 4
     assert site.hits("/articles/caf%C3%A9") == 1
 
 
