@@ -87,21 +87,43 @@ def test_processes_opening_an_empty_database_at_once_apply_the_schema_once(
 def test_migrations_run_once_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "m.db"
     SQLiteStorage.open(path).close()
-    migration = tmp_path / "0002_add_notes.sql"
+    newest = len(schema_steps())
+    migration = tmp_path / f"{newest + 1:04d}_add_notes.sql"
     migration.write_text(
         "ALTER TABLE feeds ADD COLUMN notes TEXT;\n"
         "CREATE TRIGGER feeds_note AFTER INSERT ON feeds BEGIN\n"
         "  UPDATE feeds SET notes = 'new'; END;\n"
     )
-    steps = [*schema_steps(), (2, migration)]
+    steps = [*schema_steps(), (newest + 1, migration)]
     monkeypatch.setattr(sqlite_module, "schema_steps", lambda: steps)
     for _ in range(2):  # the second open must not apply it again (ALTER would fail)
         storage = SQLiteStorage.open(path)
         storage.add_feed("https://e.com/x", T0)
         storage.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == newest + 1
     assert conn.execute("SELECT notes FROM feeds").fetchone() == ("new",)
+
+
+def test_a_version_1_database_is_upgraded_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v1.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite_module, "schema_steps", lambda: schema_steps()[:1])
+        old = SQLiteStorage.open(path)
+        fid = feed_id(old)
+        old.stage(intent(fid, [entry(1, T0)], newest=T0))
+        old.close()
+    storage = SQLiteStorage.open(path)
+    try:
+        assert storage.counts()["entries"] == 1  # kept
+        before = storage._meta()["content_version"]
+        storage.stage(intent(fid, [entry(2, LATER)], newest=LATER))
+        assert int(storage._meta()["content_version"]) > int(before)
+    finally:
+        storage.close()
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == len(schema_steps())
 
 
 def test_a_database_from_a_newer_feedsync_is_refused(tmp_path: Path) -> None:
