@@ -28,8 +28,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class StorageConfig:
-    db: Path
-    snapshot: Path | None
+    db: Path  # the live database (on tmpfs when there is a snapshot)
+    snapshot: Path | None  # its persistent copy (the SD card); None: no snapshots
+    snapshot_interval: timedelta = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def _feed_url(value: Any) -> str:
 
 # key -> parser; the dataclass field of the same name receives the parsed value
 _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "storage": {"db": _path, "snapshot": _path},
+    "storage": {"db": _path, "snapshot": _path, "snapshot_interval": _duration},
     "poll": {
         "lookback": _duration,
         "concurrency": _positive_int,
@@ -172,9 +173,23 @@ def user_config_path() -> Path:
     return _xdg("XDG_CONFIG_HOME", ".config") / "feedsync" / "feedsync.toml"
 
 
+SHM = Path("/dev/shm")
+
+
 def default_storage() -> StorageConfig:
-    """Per-user defaults, used when no file names the database."""
+    """Per-user defaults, used when no file names the database.
+
+    The live database goes to ``/dev/shm/feedsync-<uid>/`` (tmpfs), the snapshot to
+    ``$XDG_DATA_HOME/feedsync/``. Not ``$XDG_RUNTIME_DIR``: cron does not set it, and
+    logind removes ``/run/user/<uid>`` at logout, so a cron run and a shell would work on
+    two different live databases. Without /dev/shm, the database lives in the data folder
+    and there are no snapshots.
+    """
     data = _xdg("XDG_DATA_HOME", ".local/share") / "feedsync"
+    if SHM.is_dir():
+        return StorageConfig(
+            db=SHM / f"feedsync-{os.getuid()}" / "feedsync.db", snapshot=data / "feedsync.db"
+        )
     return StorageConfig(db=data / "feedsync.db", snapshot=None)
 
 
@@ -257,10 +272,19 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
             raise fail(f"{label}.url", str(exc)) from None
 
     defaults = default_storage()
+    given = sections["storage"]
     storage = StorageConfig(
-        db=sections["storage"].get("db", defaults.db),
-        snapshot=sections["storage"].get("snapshot", defaults.snapshot),
+        db=given.get("db", defaults.db),
+        # naming the database but no snapshot means: no snapshots (a database on disk)
+        snapshot=given.get("snapshot", None if "db" in given else defaults.snapshot),
+        snapshot_interval=given.get("snapshot_interval", defaults.snapshot_interval),
     )
+    if storage.snapshot is not None and storage.snapshot.absolute() == storage.db.absolute():
+        raise fail(
+            "storage.snapshot",
+            "must be another file than storage.db (the snapshot "
+            "is the persistent copy of the live database)",
+        )
     poll = PollConfig(**sections["poll"])
     if poll.per_host > poll.concurrency:
         raise fail(

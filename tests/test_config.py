@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -56,11 +57,29 @@ def test_a_full_config_is_read() -> None:
 
 def test_defaults_when_nothing_is_said(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(config, "SHM", shm)
     cfg = config.from_dict({})
-    assert cfg.storage.db == tmp_path / "data" / "feedsync" / "feedsync.db"
+    # live database in RAM, snapshot in the user's data folder
+    assert cfg.storage.db == shm / f"feedsync-{os.getuid()}" / "feedsync.db"
+    assert cfg.storage.snapshot == tmp_path / "data" / "feedsync" / "feedsync.db"
+    assert cfg.storage.snapshot_interval == timedelta(hours=1)
     assert cfg.poll.lookback == timedelta(hours=24)
     assert cfg.extract.max_attempts == 5
     assert cfg.feeds == ()
+    # no tmpfs: the database in the data folder, no snapshots
+    monkeypatch.setattr(config, "SHM", tmp_path / "no-shm")
+    cfg = config.from_dict({})
+    assert cfg.storage.db == tmp_path / "data" / "feedsync" / "feedsync.db"
+    assert cfg.storage.snapshot is None
+
+
+def test_naming_only_the_database_means_no_snapshots() -> None:
+    cfg = config.from_dict({"storage": {"db": "/srv/feedsync.db"}})
+    assert (cfg.storage.db, cfg.storage.snapshot) == (Path("/srv/feedsync.db"), None)
+    with pytest.raises(ConfigError, match=r"storage\.snapshot: must be another file"):
+        config.from_dict({"storage": {"db": "/srv/f.db", "snapshot": "/srv/f.db"}})
 
 
 @pytest.mark.parametrize(
@@ -76,6 +95,7 @@ def test_defaults_when_nothing_is_said(monkeypatch: pytest.MonkeyPatch, tmp_path
         ({"extract": {"max_attempts": True}}, "extract.max_attempts"),
         ({"extract": {"max_page_bytes": "lots"}}, "extract.max_page_bytes"),
         ({"storage": {"db": ""}}, "storage.db"),
+        ({"storage": {"snapshot_interval": "hourly"}}, "storage.snapshot_interval"),
         ({"storage": "x"}, "storage"),
         ({"feeds": [{"url": "ftp://example.com/feed"}]}, "feeds[0].url"),
         ({"feeds": [{"link": "https://example.com/feed"}]}, "feeds[0].link"),
