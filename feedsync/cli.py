@@ -76,6 +76,23 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("url")
     commands.add_parser("feeds", help="list the feeds and their health")
 
+    status = commands.add_parser("status", help="where the data is, how safe, how much")
+    status.add_argument("--json", action="store_true", help="print it as JSON")
+    snapshot = commands.add_parser(
+        "snapshot", help="write the live database to its persistent snapshot now"
+    )
+    snapshot.add_argument(
+        "--force",
+        action="store_true",
+        help="write even when unchanged, or over another database's snapshot",
+    )
+    restore = commands.add_parser("restore", help="put the snapshot back as the live database")
+    restore.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a live database that is newer (it is kept aside)",
+    )
+
     demo = commands.add_parser(
         "demo", help="ingest bundled sample feeds from a local server into a throwaway database"
     )
@@ -126,11 +143,23 @@ def _dispatch(args: argparse.Namespace) -> int:
     from feedsync import config as config_module
 
     config = config_module.load(args.config)
-    handler = {"run": cmd_run, "add": cmd_add, "remove": cmd_remove, "feeds": cmd_feeds}
+    handler = {
+        "run": cmd_run,
+        "add": cmd_add,
+        "remove": cmd_remove,
+        "feeds": cmd_feeds,
+        "status": cmd_status,
+        "snapshot": cmd_snapshot,
+        "restore": cmd_restore,
+    }
     return handler[args.command](args, config)
 
 
 # ---------------------------------------------------------------- commands
+
+
+def _notice(message: str) -> None:
+    print(f"feedsync: {message}", file=sys.stderr, flush=True)
 
 
 def _config_feed_urls(config: Config) -> list[str]:
@@ -154,7 +183,7 @@ def _open(config: Config) -> Storage:
     from feedsync import timestamps
 
     urls = _config_feed_urls(config)
-    storage = storage_module.open_storage(config.storage)
+    storage = storage_module.open_storage(config.storage, notice=_notice)
     try:
         storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
     except BaseException:
@@ -253,6 +282,79 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
             f"    last success {_short(feed.last_success_at)} | latest entry {latest} | "
             f"{feed.entries} entries"
         )
+    return EXIT_OK
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def cmd_status(args: argparse.Namespace, config: Config) -> int:
+    import json
+    from dataclasses import asdict
+
+    storage = _open(config)
+    try:
+        where = storage.status()
+        counts = storage.counts()
+    finally:
+        storage.close()
+    if args.json:
+        print(json.dumps({"version": __version__, "storage": asdict(where), "counts": counts}))
+        return EXIT_OK
+    print(f"feedsync {__version__}")
+    print(f"live database   {where.live} ({_size(where.live_bytes)})")
+    if where.snapshot is None:
+        print("snapshot        none configured (the live database is the only copy)")
+    else:
+        taken = _short(where.snapshot_at) if where.snapshot_at else "none yet"
+        print(f"snapshot        {where.snapshot} ({_size(where.snapshot_bytes)}, taken {taken})")
+        unsaved = where.unsaved_changes or 0
+        print(
+            f"unsaved         {unsaved} change{'s' if unsaved != 1 else ''} since the last snapshot"
+            if unsaved
+            else "unsaved         nothing: the snapshot is current"
+        )
+    print(
+        f"feeds           {counts['feeds_enabled']} enabled of {counts['feeds']}, "
+        f"{counts['feeds_failing']} failing"
+    )
+    print(
+        f"queue           {counts['queue_new']} new, {counts['queue_failed']} failed "
+        f"(to retry), {counts['gone']} given up"
+    )
+    print(f"articles        {counts['articles']} (from {counts['entries']} entries)")
+    return EXIT_OK
+
+
+def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
+    if config.storage.snapshot is None:
+        raise UsageError("no snapshot is configured: set [storage] snapshot in the config")
+    storage = _open(config)
+    try:
+        result = storage.snapshot(force=args.force)
+    finally:
+        storage.close()
+    assert result is not None
+    if result.written:
+        print(f"snapshot written: {result.path} ({_size(result.size)}, {result.seconds:.1f}s)")
+    else:
+        print(f"{result.detail} ({_short(result.taken_at)}): nothing written")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import storage as storage_module
+
+    source = storage_module.restore_snapshot(config.storage, args.force, _notice)
+    print(f"restored {config.storage.db} from {source}")
     return EXIT_OK
 
 

@@ -12,6 +12,8 @@ As a pipe::
       | fetch.get (article page)                                   -- network, no txn open
       | extract.Extractor (trafilatura in worker processes)        -- CPU, bounded
       | storage.save_article / decide.after_failure + storage.record_extract_failure
+    and, for a one-shot run, at the end:
+      storage.snapshot                                             -- the only SD card write
 
 Threads: the event loop does the network; every storage call and every parse runs on
 one "lane" thread, in order, so the database connection is used by one thread and the
@@ -47,7 +49,7 @@ from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress
 from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
-from feedsync.storage import Storage
+from feedsync.storage import Storage, StorageError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -82,12 +84,14 @@ class Pass:
         *,
         clock: Callable[[], datetime] = timestamps.now,
         owner: str | None = None,
+        snapshot: bool = False,
     ):
         self.config = config
         self.storage = storage
         self.progress = progress
         self.clock = clock
         self.owner = owner or new_owner()
+        self.take_snapshot = snapshot
         self.stats = RunStats()
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
         self._extractor = Extractor(
@@ -105,13 +109,25 @@ class Pass:
     # ------------------------------------------------------------ the pass
 
     def run(self) -> RunStats:
+        """The pass, then (``snapshot=True``) a snapshot. A failed snapshot is raised after
+        the summary has been printed: the pass itself is done and recorded."""
         started = time.monotonic()
         try:
             asyncio.run(self._run())
         finally:
             self._extractor.close()
             self._lane.shutdown(wait=True)
+        failure: StorageError | None = None
+        if self.take_snapshot:
+            try:
+                result = self.storage.snapshot()
+                self.stats.snapshot = result.detail if result else None
+            except StorageError as exc:
+                failure = exc
+                self.stats.snapshot = "failed"
         self.progress.finish(self.stats, time.monotonic() - started)
+        if failure is not None:
+            raise failure
         return self.stats
 
     async def _run(self) -> None:
@@ -320,5 +336,5 @@ class Pass:
 
 
 def run_pass(config: Config, storage: Storage, progress: Progress) -> RunStats:
-    """One pass, synchronously: what ``feedsync run`` does."""
-    return Pass(config, storage, progress).run()
+    """One pass and a snapshot, synchronously: what ``feedsync run`` does."""
+    return Pass(config, storage, progress, snapshot=True).run()

@@ -27,12 +27,15 @@ class Progress(Protocol):
 
 
 def summary_line(stats: RunStats, seconds: float) -> str:
-    return (
+    line = (
         f"feedsync: {stats.polled} feeds polled ({stats.not_modified} not modified, "
         f"{stats.feed_errors} failed), {stats.staged} new entries staged, "
         f"{stats.extracted} articles extracted ({stats.extract_failed} failed, "
         f"{stats.gone} given up) in {seconds:.1f}s"
     )
+    if stats.snapshot == "written":
+        line += "; snapshot written"
+    return line
 
 
 class PlainProgress:

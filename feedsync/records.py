@@ -138,6 +138,32 @@ class NewsItem:
     body: str
 
 
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What ``storage.snapshot()`` did."""
+
+    written: bool
+    path: str
+    size: int
+    taken_at: str  # time of the snapshot now on the card ('' if unknown)
+    seconds: float
+    detail: str  # "written", "unchanged since the last snapshot"
+
+
+@dataclass(frozen=True)
+class StorageStatus:
+    """Where the data is and how safe it is, for ``feedsync status``."""
+
+    engine: str
+    live: str
+    live_bytes: int
+    snapshot: str | None  # None: no snapshots configured
+    snapshot_bytes: int | None
+    snapshot_at: str | None
+    previous_snapshot: str | None
+    unsaved_changes: int | None  # content changes since the last snapshot
+
+
 @dataclass
 class RunStats:
     """Counters of one pass, printed as the summary line and by ``run --json``."""
@@ -154,4 +180,5 @@ class RunStats:
     extracted: int = 0
     extract_failed: int = 0
     gone: int = 0
+    snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None
     errors: list[str] = field(default_factory=list)

@@ -3,6 +3,7 @@
 -- name: counts
 SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM feeds WHERE enabled = 1) AS feeds_enabled,
+       (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count > 0) AS feeds_failing,
        (SELECT count(*) FROM news_summary) AS entries,
        (SELECT count(*) FROM feed_entries) AS links,
        (SELECT count(*) FROM news) AS articles,

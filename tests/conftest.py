@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,14 +92,16 @@ class FeedsyncEnv:
     root: Path
     feeds: list[str] = field(default_factory=list)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    db_path: Path = Path()  # the live database; default root/data/feedsync.db
+    snapshot_path: Path | None = None  # its persistent copy, when snapshots are tested
+
+    def __post_init__(self) -> None:
+        if self.db_path == Path():
+            self.db_path = self.root / "data" / "feedsync.db"
 
     @property
     def config_path(self) -> Path:
         return self.root / "feedsync.toml"
-
-    @property
-    def db_path(self) -> Path:
-        return self.root / "data" / "feedsync.db"
 
     def configure(self, feeds: list[str] | None = None, **sections: dict[str, Any]) -> None:
         """Write the config file: the given feeds, test-friendly defaults, overrides."""
@@ -105,8 +109,11 @@ class FeedsyncEnv:
             self.feeds = list(feeds)
         for name, values in sections.items():
             self.settings.setdefault(name, {}).update(values)
+        storage = {"db": str(self.db_path)}
+        if self.snapshot_path is not None:
+            storage["snapshot"] = str(self.snapshot_path)
         settings: dict[str, dict[str, Any]] = {
-            "storage": {"db": str(self.db_path)},
+            "storage": storage,
             "extract": {"workers": 1, "retry_backoff": "0s"},
         }
         for name, values in self.settings.items():
@@ -158,6 +165,32 @@ class FeedsyncEnv:
 def fs(tmp_path: Path) -> FeedsyncEnv:
     (tmp_path / "home").mkdir()
     return FeedsyncEnv(root=tmp_path)
+
+
+@pytest.fixture
+def ramdisk() -> Iterator[Path]:
+    """A folder on tmpfs, as /run/feedsync is on the Pi (a plain temp folder without one)."""
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() else None
+    folder = Path(tempfile.mkdtemp(prefix="feedsync-test-", dir=base))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fs_card(tmp_path: Path, ramdisk: Path) -> FeedsyncEnv:
+    """feedsync with the live database on tmpfs and its snapshot on disk ("the card")."""
+    (tmp_path / "home").mkdir()
+    return FeedsyncEnv(
+        root=tmp_path,
+        db_path=ramdisk / "live" / "feedsync.db",
+        snapshot_path=tmp_path / "card" / "feedsync.db",
+    )
+
+
+def power_loss(env: FeedsyncEnv) -> None:
+    """What a reboot or a power cut does to the RAM disk: the live database is gone."""
+    shutil.rmtree(env.db_path.parent)
 
 
 def corpus_or_skip(*parts: str) -> Path:

@@ -8,7 +8,7 @@ short transaction; none does network I/O. The SQLite backend is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from feedsync.config import StorageConfig
@@ -19,8 +19,10 @@ from feedsync.records import (
     Feed,
     FeedHealth,
     NewsItem,
+    SnapshotResult,
     StageIntent,
     StageResult,
+    StorageStatus,
 )
 
 
@@ -92,9 +94,35 @@ class Storage(Protocol):
 
     def news_recent(self, limit: int) -> list[NewsItem]: ...
 
+    # -- safety of the data
+    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+        """Write a snapshot to persistent storage now (None: the engine or the config has
+        none); skipped when nothing changed since the last one."""
+        ...
 
-def open_storage(config: StorageConfig) -> Storage:
-    """Open (creating and migrating when needed) the database the config names."""
+    def status(self) -> StorageStatus: ...
+
+
+def _ignore(message: str) -> None:
+    pass
+
+
+def open_storage(config: StorageConfig, notice: Callable[[str], None] = _ignore) -> Storage:
+    """Open (restoring, creating and migrating when needed) the database the config names.
+
+    ``notice`` hears what the opening did that a user should know (a restore from the
+    snapshot, a damaged snapshot set aside).
+    """
     from feedsync.storage.sqlite import SQLiteStorage
 
-    return SQLiteStorage.open(config.db)
+    return SQLiteStorage.open(config.db, config.snapshot, notice)
+
+
+def restore_snapshot(config: StorageConfig, force: bool, notice: Callable[[str], None]) -> str:
+    """``feedsync restore``: put the snapshot back as the live database; returns the file
+    restored from. Raises StorageError (SnapshotRefused without ``force``)."""
+    from feedsync.storage import snapshot
+
+    if config.snapshot is None:
+        raise StorageError("no snapshot is configured ([storage] snapshot)")
+    return str(snapshot.restore(config.db, config.snapshot, force=force, notice=notice))

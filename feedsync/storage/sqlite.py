@@ -12,6 +12,7 @@ once.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import time
@@ -26,10 +27,13 @@ from feedsync.records import (
     Feed,
     FeedHealth,
     NewsItem,
+    SnapshotResult,
     StageIntent,
     StageResult,
+    StorageStatus,
 )
 from feedsync.storage import StorageError
+from feedsync.storage import snapshot as snapshots
 from feedsync.storage.sqlfiles import queries, schema_steps, split_statements
 
 T = TypeVar("T")
@@ -51,39 +55,70 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStorage:
-    """:class:`feedsync.storage.Storage` on one SQLite file."""
+def _ignore(message: str) -> None:
+    pass
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+
+def _check_directory(folder: Path) -> None:
+    """The database's folder exists and is ours (or root's): another local user must not
+    be able to pre-create, say, /dev/shm/feedsync-1000 and read or swap our database."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = folder.stat().st_uid
+    except OSError as exc:
+        raise StorageError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    if owner not in (os.geteuid(), 0):
+        raise StorageError(
+            f"{folder} belongs to another user (uid {owner}): refusing to keep the database there"
+        )
+
+
+class SQLiteStorage:
+    """:class:`feedsync.storage.Storage` on one SQLite file (the live database), with
+    optional snapshots to a persistent path (:mod:`feedsync.storage.snapshot`)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, snapshot: Path | None, in_use: int):
         self._conn = conn
         self._q = queries()
+        self._in_use = in_use  # fd holding a shared lock: `feedsync restore` waits for us
         self.path = path
+        self.snapshot_path = snapshot
         self.location = str(path)
 
     # ------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path) -> SQLiteStorage:
+    def open(
+        cls, path: Path, snapshot: Path | None = None, notice: snapshots.Notice = _ignore
+    ) -> SQLiteStorage:
+        """Open the live database at ``path``; when it is missing and a ``snapshot`` is
+        configured, restore the snapshot first. ``notice`` hears what was restored or set
+        aside."""
+        _check_directory(path.parent)
+        in_use = snapshots.acquire(snapshots.lock_path(path), shared=True)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
-        try:
+            if snapshot is not None:
+                snapshots.restore_if_missing(path, snapshot, notice)
             conn = sqlite3.connect(
                 path,
                 timeout=BUSY_TIMEOUT_S,
                 isolation_level=None,  # we say BEGIN IMMEDIATE / COMMIT ourselves
                 check_same_thread=False,  # used from one thread at a time (the pipeline lane)
             )
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {path}: {exc}") from None
+        except (sqlite3.Error, OSError) as exc:
+            os.close(in_use)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StorageError(f"cannot open {path}: {reason}") from None
+        except BaseException:
+            os.close(in_use)
+            raise
         conn.row_factory = sqlite3.Row
-        storage = cls(conn, path)
+        storage = cls(conn, path, snapshot, in_use)
         try:
             storage._retry(storage._configure)
             storage._retry(storage._migrate)
-        except StorageError:
-            conn.close()
+        except BaseException:
+            storage.close()
             raise
         return storage
 
@@ -95,6 +130,9 @@ class SQLiteStorage:
         # Durability comes from snapshots, not from fsync on every commit (the live
         # database sits on tmpfs); NORMAL in WAL mode still never corrupts.
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        # Sorts and temporary tables in RAM: SQLite's temp files would otherwise go to
+        # /var/tmp or /tmp, which on a Pi is the SD card.
+        self._conn.execute("PRAGMA temp_store = MEMORY")
 
     def _migrate(self) -> None:
         steps = schema_steps()
@@ -119,6 +157,9 @@ class SQLiteStorage:
 
     def close(self) -> None:
         self._conn.close()
+        if self._in_use >= 0:
+            os.close(self._in_use)
+            self._in_use = -1
 
     # ------------------------------------------------------------ transactions
 
@@ -388,3 +429,40 @@ class SQLiteStorage:
 
     def news_recent(self, limit: int) -> list[NewsItem]:
         return [NewsItem(**dict(r)) for r in self._read("news_recent", limit=limit)]
+
+    # ------------------------------------------------------------ snapshots
+
+    def _meta(self) -> dict[str, str]:
+        return {r["key"]: r["value"] for r in self._read("meta_all")}
+
+    def _record_snapshot(self, values: dict[str, str]) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            for key, value in values.items():
+                self._exec(conn, "meta_set", key=key, value=value)
+
+        self._write(work)
+
+    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+        if self.snapshot_path is None:
+            return None
+        return snapshots.take(self._conn, self.snapshot_path, self._record_snapshot, force=force)
+
+    def status(self) -> StorageStatus:
+        meta = self._meta()
+        live_bytes = sum(
+            p.stat().st_size for p in (self.path, *snapshots.sidecars(self.path)) if p.exists()
+        )
+        snap = self.snapshot_path
+        snap_exists = snap is not None and snap.exists()
+        prev = snapshots.prev_path(snap) if snap is not None else None
+        unsaved = int(meta["content_version"]) - int(meta["snapshot_content_version"])
+        return StorageStatus(
+            engine="sqlite",
+            live=str(self.path),
+            live_bytes=live_bytes,
+            snapshot=str(snap) if snap is not None else None,
+            snapshot_bytes=snap.stat().st_size if snap is not None and snap_exists else None,
+            snapshot_at=meta["snapshot_at"] or None if snap_exists else None,
+            previous_snapshot=str(prev) if prev is not None and prev.exists() else None,
+            unsaved_changes=max(unsaved, 0) if snap is not None else None,
+        )
