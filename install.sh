@@ -92,8 +92,10 @@ if [ ! -e "$config" ]; then
 # feedsync configuration (all keys: README, "Configuration").
 
 [storage]
-# the database
-db = "$data_home/feedsync/feedsync.db"
+# The live database sits in RAM (tmpfs); its snapshot is the copy that survives a reboot.
+# db = "/dev/shm/feedsync-$(id -u)/feedsync.db"
+# snapshot = "$data_home/feedsync/feedsync.db"
+# snapshot_interval = "1h"
 
 [poll]
 # lookback = "24h"      # entries this much older than a feed's newest are still staged

@@ -17,6 +17,7 @@ as_root() {
 needed=()
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || needed+=(python3-venv)
 command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
+command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to the "SD card"
 if [ ${#needed[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${needed[*]} (apt)"
     # a partial index update (mirror sync in progress) is not fatal: the install says
