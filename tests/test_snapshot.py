@@ -42,6 +42,13 @@ def publish(site: Site, feed: str, count: int, start: int = 0) -> list[Item]:
     return items
 
 
+def first_run(env: FeedsyncEnv, site: Site, stories: int) -> None:
+    """One feed carrying ``stories`` articles, and a first `feedsync run` over it."""
+    publish(site, "f.xml", stories)
+    env.configure([site.url("/feeds/f.xml")])
+    env.run("run")
+
+
 def test_a_run_leaves_a_sound_snapshot_and_no_journal_on_the_card(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
@@ -62,9 +69,7 @@ def test_a_run_leaves_a_sound_snapshot_and_no_journal_on_the_card(
 def test_nothing_new_writes_nothing_and_new_content_keeps_a_prev(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
-    publish(site, "f.xml", 2)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 2)
     assert fs_card.snapshot_path is not None
     first = fs_card.snapshot_path.stat()
     again = fs_card.run_json()
@@ -83,9 +88,7 @@ def test_nothing_new_writes_nothing_and_new_content_keeps_a_prev(
 def test_after_a_reboot_the_snapshot_comes_back_and_nothing_is_fetched_twice(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
-    publish(site, "f.xml", 4)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 4)
     before = news_set(fs_card.db_path)
     hits = site.article_hits()
 
@@ -105,9 +108,7 @@ def test_after_a_reboot_the_snapshot_comes_back_and_nothing_is_fetched_twice(
 def test_a_damaged_snapshot_is_set_aside_and_prev_restored(
     fs_card: FeedsyncEnv, site: Site, damage: str
 ) -> None:
-    publish(site, "f.xml", 2)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 2)
     publish(site, "f.xml", 4)
     fs_card.run("run")
     snapshot = fs_card.snapshot_path
@@ -133,9 +134,7 @@ def test_a_damaged_snapshot_is_set_aside_and_prev_restored(
 def test_with_every_snapshot_damaged_feedsync_starts_empty_and_says_so(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
-    publish(site, "f.xml", 1)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 1)
     fs_card.run("snapshot", "--force")
     assert fs_card.snapshot_path is not None
     for path in (fs_card.snapshot_path, fs_card.snapshot_path.with_name("feedsync.db.prev")):
@@ -148,9 +147,7 @@ def test_with_every_snapshot_damaged_feedsync_starts_empty_and_says_so(
 
 
 def test_snapshot_and_restore_commands(fs_card: FeedsyncEnv, site: Site) -> None:
-    publish(site, "f.xml", 2)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 2)
     assert "nothing written" in fs_card.run("snapshot").stdout
     assert "snapshot written: " in fs_card.run("snapshot", "--force").stdout
 
@@ -169,9 +166,7 @@ def test_snapshot_and_restore_commands(fs_card: FeedsyncEnv, site: Site) -> None
 def test_restore_refuses_while_another_process_has_the_database_open(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
-    publish(site, "f.xml", 1)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 1)
     holder = SQLiteStorage.open(fs_card.db_path, fs_card.snapshot_path)
     try:
         done = fs_card.run("restore", "--force", expect=3)
@@ -184,9 +179,7 @@ def test_restore_refuses_while_another_process_has_the_database_open(
 def test_the_snapshot_of_another_database_is_never_overwritten(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
-    publish(site, "f.xml", 1)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 1)
     assert fs_card.snapshot_path is not None
     theirs = fs_card.snapshot_path.read_bytes()
     # another, unrelated database is started on the same card path
@@ -207,9 +200,7 @@ def test_the_snapshot_of_another_database_is_never_overwritten(
 
 
 def test_status_shows_where_the_data_is(fs_card: FeedsyncEnv, site: Site) -> None:
-    publish(site, "f.xml", 2)
-    fs_card.configure([site.url("/feeds/f.xml")])
-    fs_card.run("run")
+    first_run(fs_card, site, 2)
     text = fs_card.run("status").stdout
     assert str(fs_card.db_path) in text and str(fs_card.snapshot_path) in text
     assert "nothing: the snapshot is current" in text
