@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -312,3 +313,21 @@ def test_removing_a_feed_keeps_its_articles(db: SQLiteStorage) -> None:
     assert not db.remove_feed("https://e.com/feed")
     counts = db.counts()
     assert (counts["feeds"], counts["entries"], counts["links"]) == (0, 1, 0)
+
+
+def test_a_folder_planted_by_another_user_in_a_shared_place_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shm"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o1777)  # like /dev/shm and /tmp
+    planted = shared / "feedsync-1000"
+    planted.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the folder to another user")
+    os.chown(planted, 12345, 12345)
+    with pytest.raises(StorageError, match=r"belongs to another user .* world-writable"):
+        SQLiteStorage.open(planted / "feedsync.db")
+    # the same folder elsewhere (a group-shared data folder) is the owner's business
+    private = tmp_path / "srv" / "feedsync"
+    private.mkdir(parents=True)
+    os.chown(private, 12345, 12345)
+    SQLiteStorage.open(private / "feedsync.db").close()

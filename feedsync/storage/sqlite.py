@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,16 +61,19 @@ def _ignore(message: str) -> None:
 
 
 def _check_directory(folder: Path) -> None:
-    """The database's folder exists and is ours (or root's): another local user must not
-    be able to pre-create, say, /dev/shm/feedsync-1000 and read or swap our database."""
+    """Create the database's folder. In a world-writable place (/dev/shm, /tmp) it must be
+    ours: another local user could pre-create /dev/shm/feedsync-1000 and read or swap the
+    database. Elsewhere, a folder shared through its group is the owner's business."""
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = folder.stat().st_uid
+        parent_mode = folder.parent.stat().st_mode
     except OSError as exc:
         raise StorageError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if owner not in (os.geteuid(), 0):
+    if parent_mode & stat.S_IWOTH and owner not in (os.geteuid(), 0):
         raise StorageError(
-            f"{folder} belongs to another user (uid {owner}): refusing to keep the database there"
+            f"{folder} belongs to another user (uid {owner}) in the world-writable "
+            f"{folder.parent}: refusing to keep the database there"
         )
 
 
