@@ -39,7 +39,9 @@ class PollConfig:
     concurrency: int = 8
     per_host: int = 2
     timeout: timedelta = timedelta(seconds=30)
-    interval: timedelta = timedelta(minutes=30)
+    interval: timedelta = timedelta(minutes=30)  # for a feed without a publishing history
+    min_interval: timedelta = timedelta(minutes=10)
+    max_interval: timedelta = timedelta(hours=24)
     max_feed_bytes: int = 10 * 1024 * 1024
 
 
@@ -54,6 +56,17 @@ class ExtractConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    news_days: int = 90  # extracted articles older than this are pruned; 0: kept forever
+    tombstone_days: int = 365  # their news_summary rows stay this long, so never refetched
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    tick: timedelta = timedelta(seconds=60)  # how often the daemon looks for due work
+
+
+@dataclass(frozen=True)
 class FeedConfig:
     url: str
 
@@ -63,6 +76,8 @@ class Config:
     storage: StorageConfig
     poll: PollConfig = field(default_factory=PollConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
     feeds: tuple[FeedConfig, ...] = ()
     source: Path | None = None  # the file this came from; None for built-in defaults
 
@@ -101,6 +116,12 @@ def _duration(value: Any) -> timedelta:
 def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _days(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected a number of days (0 for never), got {value!r}")
     return value
 
 
@@ -147,6 +168,8 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "per_host": _positive_int,
         "timeout": _duration,
         "interval": _duration,
+        "min_interval": _duration,
+        "max_interval": _duration,
         "max_feed_bytes": _size,
     },
     "extract": {
@@ -157,6 +180,8 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "max_page_bytes": _size,
         "lease": _duration,
     },
+    "retention": {"news_days": _days, "tombstone_days": _days},
+    "daemon": {"tick": _duration},
 }
 _FEED_KEYS: dict[str, Callable[[Any], Any]] = {"url": _feed_url}
 
@@ -290,10 +315,42 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         raise fail(
             "poll.per_host", f"is {poll.per_host}, more than poll.concurrency ({poll.concurrency})"
         )
+    if poll.min_interval > poll.max_interval:
+        raise fail("poll.min_interval", "is longer than poll.max_interval")
+    retention = RetentionConfig(**sections["retention"])
+    if retention.tombstone_days and (
+        retention.news_days == 0 or retention.tombstone_days < retention.news_days
+    ):
+        raise fail(
+            "retention.tombstone_days",
+            f"is {retention.tombstone_days}: it must be 0 (keep forever) or at least "
+            "retention.news_days, or a pruned article could be fetched again",
+        )
+    daemon = DaemonConfig(**sections["daemon"])
+    if daemon.tick < timedelta(seconds=1):
+        raise fail("daemon.tick", "must be at least 1s")
     return Config(
         storage=storage,
         poll=poll,
         extract=ExtractConfig(**sections["extract"]),
+        retention=retention,
+        daemon=daemon,
         feeds=tuple(feeds),
         source=source,
     )
+
+
+def feed_urls(config: Config) -> list[str]:
+    """The config file's feeds, canonical; a URL that has no canonical form is an error
+    naming its key."""
+    from feedsync.canonical import canonical_url  # w3lib: only when feeds are read
+
+    urls = []
+    for index, feed in enumerate(config.feeds):
+        url = canonical_url(feed.url)
+        if url is None:
+            raise ConfigError(
+                f"{config.source}: feeds[{index}].url: not a usable http(s) URL: {feed.url!r}"
+            )
+        urls.append(url)
+    return urls

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from feedsync import timestamps
-from feedsync.records import Entry, FailureOutcome
+from feedsync.records import Entry, FailureOutcome, Feed
 
 # A publisher's clock may run a little ahead of ours; beyond this an entry's date is
 # "in the future" and is clamped to the time we fetched it.
@@ -117,6 +117,51 @@ def after_failure(
         return FailureOutcome(state="gone", attempts=attempts, next_attempt_at=None, error=error)
     due = timestamps.to_iso(now + retry_delay(attempts, backoff))
     return FailureOutcome(state="failed", attempts=attempts, next_attempt_at=due, error=error)
+
+
+WEEK = timedelta(days=7)
+
+
+def next_poll_at(
+    feed: Feed,
+    now: datetime,
+    *,
+    ok: bool,
+    hint: timedelta | None,
+    base: timedelta,
+    min_interval: timedelta,
+    max_interval: timedelta,
+    jitter: float,
+) -> str:
+    """When to poll ``feed`` next, after a poll at ``now`` that succeeded (``ok``) or not.
+
+    - A failing feed backs off: ``base`` doubling with each failure in a row, up to
+      ``max_interval``; never dropped.
+    - A feed with a publishing history is polled at its average gap between entries over
+      the last week (about one new entry per poll): rarely-publishing feeds less often.
+    - A feed quiet for a week waits ``max_interval``; a new one ``base``.
+    - The server's own hint (RSS <ttl>, Cache-Control max-age, Retry-After) is honoured:
+      never sooner than it asks.
+    - All within [``min_interval``, ``max_interval``], then spread by ``jitter`` (a
+      fraction, e.g. random in [-0.1, 0.1], chosen by the caller) so that feeds added
+      together do not stay in lockstep.
+    """
+    if not ok:
+        errors = feed.error_count + 1
+        interval = min(base * (1 << min(errors - 1, 30)), max_interval)
+    elif feed.recent_entries >= 2 and feed.recent_oldest:
+        span = max(now - timestamps.from_iso(feed.recent_oldest), timedelta(minutes=1))
+        interval = span / feed.recent_entries
+    elif feed.polled_before and (
+        not feed.latest_published or timestamps.from_iso(feed.latest_published) < now - WEEK
+    ):
+        interval = max_interval
+    else:
+        interval = base
+    if hint is not None:
+        interval = max(interval, hint)
+    interval = min(max(interval, min_interval), max_interval)
+    return timestamps.to_iso(now + interval * (1 + jitter))
 
 
 def article_published(

@@ -176,9 +176,13 @@ class Extractor:
             with contextlib.suppress(Exception):
                 process.kill()
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: after their current page, or at once (``kill``: stopping)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            if kill:
+                self._discard(self._pool)
+            else:
+                self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     @property

@@ -10,10 +10,13 @@ polls and article fetches alike, so 200 new articles from one site never hammer 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -34,10 +37,18 @@ class FetchError(Exception):
     ``permanent`` means asking again will not help (410 Gone, not an HTML page).
     """
 
-    def __init__(self, reason: str, *, permanent: bool = False, status: int | None = None):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        permanent: bool = False,
+        status: int | None = None,
+        retry_after: timedelta | None = None,
+    ):
         super().__init__(reason)
         self.permanent = permanent
         self.status = status
+        self.retry_after = retry_after  # the server's Retry-After, when it gave one
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,7 @@ class Response:
     content_type: str | None
     etag: str | None
     last_modified: str | None
+    max_age: timedelta | None = None  # Cache-Control max-age: "fresh for this long"
 
     @property
     def not_modified(self) -> bool:
@@ -78,6 +90,33 @@ class HostLimiter:
     async def slot(self, host: str) -> AsyncIterator[None]:
         async with self._total, self._per_host[host]:
             yield
+
+
+_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
+
+
+def max_age(cache_control: str | None) -> timedelta | None:
+    """Cache-Control max-age (or s-maxage), as a duration; None when absent."""
+    if not cache_control:
+        return None
+    found = [int(n) for n in _MAX_AGE.findall(cache_control)]
+    return timedelta(seconds=max(found)) if found else None
+
+
+def retry_after(value: str | None, now: datetime) -> timedelta | None:
+    """Retry-After in either form: delay-seconds or an HTTP date. None when unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return timedelta(seconds=int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(when - now, timedelta(0))
 
 
 def _describe(exc: Exception, timeout: float) -> str:
@@ -133,11 +172,15 @@ async def _get(
                 content_type=None,
                 etag=response.headers.get("etag"),
                 last_modified=response.headers.get("last-modified"),
+                max_age=max_age(response.headers.get("cache-control")),
             )
         if status != 200:
             reason = response.reason_phrase or ""
             raise FetchError(
-                f"HTTP {status} {reason}".strip(), permanent=status == 410, status=status
+                f"HTTP {status} {reason}".strip(),
+                permanent=status == 410,
+                status=status,
+                retry_after=retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
             )
         chunks: list[bytes] = []
         size = 0
@@ -153,4 +196,5 @@ async def _get(
             content_type=response.headers.get("content-type"),
             etag=response.headers.get("etag"),
             last_modified=response.headers.get("last-modified"),
+            max_age=max_age(response.headers.get("cache-control")),
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import feedparser
@@ -113,5 +113,14 @@ def parse_feed(
             skipped += 1
         else:
             entries.append(entry)
-    title = _text(result.get("feed", {}).get("title")) or None
-    return ParsedFeed(title=title, entries=tuple(entries), skipped=skipped, problem=problem)
+    channel = result.get("feed", {})
+    title = _text(channel.get("title")) or None
+    ttl = channel.get("ttl")
+    minutes = int(ttl) if isinstance(ttl, str) and ttl.strip().isdigit() else None
+    return ParsedFeed(
+        title=title,
+        entries=tuple(entries),
+        skipped=skipped,
+        problem=problem,
+        ttl=timedelta(minutes=minutes) if minutes else None,
+    )

@@ -29,15 +29,18 @@ the same pass but on a later one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import random
 import secrets
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 
 import httpx
@@ -54,6 +57,7 @@ from feedsync.storage import Storage, StorageError
 P = ParamSpec("P")
 T = TypeVar("T")
 
+ZERO = timedelta(0)
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 
 
@@ -85,13 +89,23 @@ class Pass:
         clock: Callable[[], datetime] = timestamps.now,
         owner: str | None = None,
         snapshot: bool = False,
+        due_only: bool = False,
+        stop: threading.Event | None = None,
+        rng: random.Random | None = None,
     ):
+        """``due_only``: poll only the feeds whose next poll time has come (the daemon,
+        ``run --due``), not every enabled feed. ``stop``: when set, the pass stops taking
+        new work, lets the transaction in progress finish, gives back the rows it holds
+        and ends early."""
         self.config = config
         self.storage = storage
         self.progress = progress
         self.clock = clock
         self.owner = owner or new_owner()
         self.take_snapshot = snapshot
+        self.due_only = due_only
+        self.stop = stop
+        self.rng = rng or random.Random()
         self.stats = RunStats()
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
         self._extractor = Extractor(
@@ -102,9 +116,9 @@ class Pass:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._lane, lambda: fn(*args, **kwargs))
 
-    def _problem(self, message: str) -> None:
+    def _problem(self, message: str, url: str | None = None) -> None:
         self.stats.errors.append(message)
-        self.progress.problem(message)
+        self.progress.problem(message, url)
 
     # ------------------------------------------------------------ the pass
 
@@ -113,10 +127,13 @@ class Pass:
         the summary has been printed: the pass itself is done and recorded."""
         started = time.monotonic()
         try:
-            asyncio.run(self._run())
+            asyncio.run(self._run_until_stopped())
         finally:
-            self._extractor.close()
-            self._lane.shutdown(wait=True)
+            self._extractor.close(kill=self.stopping)
+            self._lane.shutdown(wait=True)  # the transaction in progress finishes
+        if self.stopping:
+            self.stats.stopped = True
+            self.storage.release_leases(self.owner)
         failure: StorageError | None = None
         if self.take_snapshot:
             try:
@@ -130,10 +147,35 @@ class Pass:
             raise failure
         return self.stats
 
+    @property
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    async def _run_until_stopped(self) -> None:
+        """The pass, cancelled when ``stop`` is set. Cancelling abandons network I/O; a
+        storage call already running on the lane completes (run() waits for the lane)."""
+        work = asyncio.create_task(self._run())
+        if self.stop is None:
+            await work
+            return
+        while not work.done():
+            await asyncio.wait({work}, timeout=0.1)
+            if self.stopping:
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
+                return
+        work.result()
+
     async def _run(self) -> None:
         poll = self.config.poll
-        started_at = timestamps.to_iso(self.clock())
-        feeds = await self._on_lane(self.storage.feeds_to_poll)
+        now = self.clock()
+        started_at = timestamps.to_iso(now)
+        feeds = await self._on_lane(
+            self.storage.feeds_to_poll,
+            started_at if self.due_only else None,
+            timestamps.to_iso(now - decide.WEEK),
+        )
         self.stats.feeds = len(feeds)
         limiter = fetch.HostLimiter(poll.concurrency, poll.per_host)
         async with fetch.make_client(poll.timeout.total_seconds(), poll.concurrency) as client:
@@ -169,7 +211,7 @@ class Pass:
                     )
             except fetch.FetchError as exc:
                 outcome = _FeedOutcome(error=str(exc))
-                await self._on_lane(self._record_failure, feed, str(exc))
+                await self._on_lane(self._record_failure, feed, str(exc), exc.retry_after)
             else:
                 outcome = await self._on_lane(self._stage_feed, feed, response)
         self._count_feed(feed, outcome)
@@ -185,16 +227,31 @@ class Pass:
         s.staged += outcome.staged
         if outcome.error:
             s.feed_errors += 1
-            self._problem(f"feed {feed.url}: {outcome.error}")
+            self._problem(f"feed {feed.url}: {outcome.error}", feed.url)
         self.progress.feed_done(outcome.staged)
 
-    def _next_poll_at(self, now: datetime) -> str:
-        return timestamps.to_iso(now + self.config.poll.interval)
+    def _next_poll_at(
+        self, feed: Feed, now: datetime, *, ok: bool, hint: timedelta | None = None
+    ) -> str:
+        poll = self.config.poll
+        return decide.next_poll_at(
+            feed,
+            now,
+            ok=ok,
+            hint=hint,
+            base=poll.interval,
+            min_interval=poll.min_interval,
+            max_interval=poll.max_interval,
+            jitter=self.rng.uniform(-0.1, 0.1),
+        )
 
-    def _record_failure(self, feed: Feed, error: str) -> None:
+    def _record_failure(self, feed: Feed, error: str, hint: timedelta | None = None) -> None:
         now = self.clock()
         self.storage.record_poll_failure(
-            feed.id, error, timestamps.to_iso(now), self._next_poll_at(now)
+            feed.id,
+            error,
+            timestamps.to_iso(now),
+            self._next_poll_at(feed, now, ok=False, hint=hint),
         )
 
     def _stage_feed(self, feed: Feed, response: fetch.Response) -> _FeedOutcome:
@@ -207,7 +264,7 @@ class Pass:
                 response.etag,
                 response.last_modified,
                 now,
-                self._next_poll_at(fetched_at),
+                self._next_poll_at(feed, fetched_at, ok=True, hint=response.max_age),
             )
             return _FeedOutcome(not_modified=True)
         try:
@@ -228,7 +285,9 @@ class Pass:
             feed_title=parsed.title,
             etag=response.etag,
             last_modified=response.last_modified,
-            next_poll_at=self._next_poll_at(fetched_at),
+            next_poll_at=self._next_poll_at(
+                feed, fetched_at, ok=True, hint=max(parsed.ttl or ZERO, response.max_age or ZERO)
+            ),
             owner=self.owner,
             lease_until=timestamps.to_iso(fetched_at + self.config.extract.lease),
         )
@@ -326,15 +385,25 @@ class Pass:
         await self._on_lane(self.storage.record_extract_failure, job.id, self.owner, outcome)
         if outcome.state == "gone":
             self.stats.gone += 1
-            self._problem(f"article {job.url}: {error} (attempt {outcome.attempts}, given up)")
+            self._problem(
+                f"article {job.url}: {error} (attempt {outcome.attempts}, given up)", job.url
+            )
         else:
             self.stats.extract_failed += 1
             self._problem(
                 f"article {job.url}: {error} (attempt {outcome.attempts}, "
-                f"retried after {outcome.next_attempt_at})"
+                f"retried after {outcome.next_attempt_at})",
+                job.url,
             )
 
 
-def run_pass(config: Config, storage: Storage, progress: Progress) -> RunStats:
+def run_pass(
+    config: Config,
+    storage: Storage,
+    progress: Progress,
+    *,
+    due_only: bool = False,
+    stop: threading.Event | None = None,
+) -> RunStats:
     """One pass and a snapshot, synchronously: what ``feedsync run`` does."""
-    return Pass(config, storage, progress, snapshot=True).run()
+    return Pass(config, storage, progress, snapshot=True, due_only=due_only, stop=stop).run()

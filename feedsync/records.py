@@ -8,6 +8,7 @@ strings (:mod:`feedsync.timestamps`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,10 @@ class Feed:
     latest_published: str  # '' when nothing has been staged yet
     etag: str | None
     last_modified: str | None
+    error_count: int = 0  # consecutive failed polls so far
+    polled_before: bool = False
+    recent_entries: int = 0  # entries dated (or first seen) within the last week
+    recent_oldest: str | None = None  # the oldest of those
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class ParsedFeed:
     entries: tuple[Entry, ...]
     skipped: int = 0  # entries without a usable link or title
     problem: str | None = None  # feedparser's complaint about malformed XML, if any
+    ttl: timedelta | None = None  # RSS <ttl>: "do not poll again before"
 
 
 @dataclass(frozen=True)
@@ -181,4 +187,5 @@ class RunStats:
     extract_failed: int = 0
     gone: int = 0
     snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None
+    stopped: bool = False  # the pass was asked to stop (SIGTERM) and ended early
     errors: list[str] = field(default_factory=list)

@@ -33,10 +33,21 @@ UPDATE feeds SET enabled = 0, disabled_reason = :reason WHERE id = :id;
 DELETE FROM feeds WHERE id = :id;
 
 -- name: feeds_to_poll
-SELECT id, url, latest_published, etag, last_modified
-  FROM feeds
- WHERE enabled = 1
- ORDER BY id;
+-- Enabled feeds; with :due_before, only those whose next poll time has come. Each with
+-- its publishing over the last week (:week_ago), for the adaptive interval
+-- (feedsync/decide.py: next_poll_at).
+SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
+       f.last_poll_at IS NOT NULL AS polled_before,
+       count(s.id) AS recent_entries,
+       min(coalesce(s.published, s.first_seen_at)) AS recent_oldest
+  FROM feeds AS f
+  LEFT JOIN feed_entries AS fe ON fe.feed_id = f.id
+  LEFT JOIN news_summary AS s
+         ON s.id = fe.summary_id AND coalesce(s.published, s.first_seen_at) >= :week_ago
+ WHERE f.enabled = 1
+   AND (:due_before IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
+ GROUP BY f.id
+ ORDER BY f.id;
 
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,

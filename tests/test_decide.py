@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from feedsync import decide
-from feedsync.records import Entry
+from feedsync.records import Entry, Feed
 
 FETCHED = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
@@ -126,3 +126,77 @@ def test_article_date_prefers_the_feed_then_the_page() -> None:
     assert decide.article_published(None, "2026-11-20", FETCHED) == "2026-11-20T00:00:00Z"
     assert decide.article_published(None, "yesterday", FETCHED) is None
     assert decide.article_published(None, None, FETCHED) is None
+
+
+# ---------------------------------------------------------------- when to poll next
+
+
+def feed(**fields: object) -> Feed:
+    values: dict[str, object] = {
+        "id": 1,
+        "url": "https://e.com/f",
+        "latest_published": "",
+        "etag": None,
+        "last_modified": None,
+    }
+    values.update(fields)
+    return Feed(**values)  # type: ignore[arg-type]
+
+
+def next_in(
+    feed_: Feed, *, ok: bool = True, hint: timedelta | None = None, jitter: float = 0.0
+) -> timedelta:
+    when = decide.next_poll_at(
+        feed_,
+        FETCHED,
+        ok=ok,
+        hint=hint,
+        base=timedelta(minutes=30),
+        min_interval=timedelta(minutes=10),
+        max_interval=timedelta(hours=24),
+        jitter=jitter,
+    )
+    return datetime.strptime(when, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) - FETCHED
+
+
+def test_a_new_feed_is_polled_at_the_base_interval() -> None:
+    assert next_in(feed()) == timedelta(minutes=30)
+
+
+def test_busy_feeds_are_polled_often_quiet_ones_rarely() -> None:
+    # 84 entries over the last 7 days: one every 2 hours
+    week = "2026-11-15T12:00:00Z"
+    assert next_in(feed(recent_entries=84, recent_oldest=week, polled_before=True)) == (
+        timedelta(hours=2)
+    )
+    # 2000 a week: bounded by min_interval
+    assert next_in(feed(recent_entries=2000, recent_oldest=week, polled_before=True)) == (
+        timedelta(minutes=10)
+    )
+    # nothing in a week: max_interval
+    quiet = feed(polled_before=True, latest_published="2026-10-01T00:00:00Z")
+    assert next_in(quiet) == timedelta(hours=24)
+
+
+def test_server_hints_are_honoured_within_bounds() -> None:
+    assert next_in(feed(), hint=timedelta(hours=2)) == timedelta(hours=2)  # <ttl>120</ttl>
+    assert next_in(feed(), hint=timedelta(minutes=1)) == timedelta(minutes=30)  # not sooner
+    assert next_in(feed(), hint=timedelta(days=30)) == timedelta(hours=24)  # max_interval
+
+
+def test_failing_feeds_back_off_doubling_up_to_the_maximum() -> None:
+    delays = [next_in(feed(error_count=n), ok=False) for n in range(8)]
+    assert delays[:4] == [
+        timedelta(minutes=30),
+        timedelta(hours=1),
+        timedelta(hours=2),
+        timedelta(hours=4),
+    ]
+    assert delays[-1] == timedelta(hours=24)
+    # Retry-After longer than the backoff wins
+    assert next_in(feed(), ok=False, hint=timedelta(hours=3)) == timedelta(hours=3)
+
+
+def test_jitter_spreads_feeds_apart() -> None:
+    assert next_in(feed(), jitter=0.1) == timedelta(minutes=33)
+    assert next_in(feed(), jitter=-0.1) == timedelta(minutes=27)
