@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from feedsync import __version__
+from feedsync import config as config_module
 
 if TYPE_CHECKING:
     from feedsync.config import Config
@@ -68,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the pass's counters as JSON")
     run.add_argument(
         "-q", "--quiet", action="store_true", help="print problems only, no summary line"
+    )
+    run.add_argument(
+        "--due",
+        action="store_true",
+        help="poll only the feeds whose next poll time has come (for cron)",
+    )
+    commands.add_parser(
+        "daemon", help="run as a service: poll on schedule, snapshot, retention (systemd)"
     )
 
     add = commands.add_parser("add", help="add a feed")
@@ -140,8 +149,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_demo(sys.stdout, keep=args.keep)
 
-    from feedsync import config as config_module
-
     config = config_module.load(args.config)
     handler = {
         "run": cmd_run,
@@ -151,6 +158,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "status": cmd_status,
         "snapshot": cmd_snapshot,
         "restore": cmd_restore,
+        "daemon": cmd_daemon,
     }
     return handler[args.command](args, config)
 
@@ -162,27 +170,12 @@ def _notice(message: str) -> None:
     print(f"feedsync: {message}", file=sys.stderr, flush=True)
 
 
-def _config_feed_urls(config: Config) -> list[str]:
-    from feedsync.canonical import canonical_url
-    from feedsync.config import ConfigError
-
-    urls = []
-    for index, feed in enumerate(config.feeds):
-        url = canonical_url(feed.url)
-        if url is None:
-            raise ConfigError(
-                f"{config.source}: feeds[{index}].url: not a usable http(s) URL: {feed.url!r}"
-            )
-        urls.append(url)
-    return urls
-
-
 def _open(config: Config) -> Storage:
     """Open the database and bring the config file's feeds into it."""
     from feedsync import storage as storage_module
     from feedsync import timestamps
 
-    urls = _config_feed_urls(config)
+    urls = config_module.feed_urls(config)
     storage = storage_module.open_storage(config.storage, notice=_notice)
     try:
         storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
@@ -193,9 +186,17 @@ def _open(config: Config) -> Storage:
 
 
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
+    import signal
+    import threading
+
     from feedsync import progress
     from feedsync.pipeline import run_pass
 
+    # SIGTERM (a timeout, a shutdown) and Ctrl-C: stop taking new work, let the open
+    # transaction finish, give back the rows this run holds, print the summary.
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     storage = _open(config)
     try:
         if not storage.feeds_to_poll() and not (args.quiet or args.json):
@@ -205,10 +206,25 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
                 f"entry in {where}; 'feedsync demo' shows a run on sample feeds",
                 file=sys.stderr,
             )
-        run_pass(config, storage, progress.choose(args.json, args.quiet))
+        stats = run_pass(
+            config,
+            storage,
+            progress.choose(args.json, args.quiet),
+            due_only=args.due,
+            stop=stop,
+        )
     finally:
         storage.close()
+    if stats.stopped:
+        print("feedsync: stopped early by a signal; the next run carries on", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def cmd_daemon(args: argparse.Namespace, config: Config) -> int:
+    from feedsync.daemon import run_daemon
+
+    return run_daemon(config, args.config)
 
 
 def _user_feed_url(url: str) -> str:
@@ -235,7 +251,7 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_remove(args: argparse.Namespace, config: Config) -> int:
     url = _user_feed_url(args.url)
-    if url in _config_feed_urls(config):
+    if url in config_module.feed_urls(config):
         raise UsageError(
             f"{url} is listed in {config.source}: delete it there (feedsync then stops polling it)"
         )

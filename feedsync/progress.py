@@ -9,10 +9,13 @@ problems on stderr as they happen, one summary line on stdout at the end, nothin
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Protocol, TextIO
 
+from feedsync import logs
 from feedsync.records import RunStats
 
 
@@ -22,7 +25,7 @@ class Progress(Protocol):
     def start_articles(self) -> None: ...
     def articles_claimed(self, count: int) -> None: ...
     def article_done(self) -> None: ...
-    def problem(self, message: str) -> None: ...
+    def problem(self, message: str, url: str | None = None) -> None: ...
     def finish(self, stats: RunStats, seconds: float) -> None: ...
 
 
@@ -59,7 +62,7 @@ class PlainProgress:
     def article_done(self) -> None:
         pass
 
-    def problem(self, message: str) -> None:
+    def problem(self, message: str, url: str | None = None) -> None:
         print(f"feedsync: {message}", file=self._err, flush=True)
 
     def finish(self, stats: RunStats, seconds: float) -> None:
@@ -114,12 +117,46 @@ class TerminalProgress:
     def article_done(self) -> None:
         self._bars.update(self._articles, advance=1)
 
-    def problem(self, message: str) -> None:
+    def problem(self, message: str, url: str | None = None) -> None:
         self._console.print(message, style="yellow", markup=False, highlight=False)
 
     def finish(self, stats: RunStats, seconds: float) -> None:
         self._bars.stop()
         print(summary_line(stats, seconds), flush=True)
+
+
+class LogProgress:
+    """For the daemon: problems to the log (with the URL as a journal field), a summary
+    line per pass when it did something, and every step of progress feeds the watchdog."""
+
+    def __init__(self, alive: Callable[[], None] = lambda: None):
+        self._alive = alive
+
+    def start_feeds(self, total: int) -> None:
+        self._alive()
+
+    def feed_done(self, staged: int) -> None:
+        self._alive()
+
+    def start_articles(self) -> None:
+        self._alive()
+
+    def articles_claimed(self, count: int) -> None:
+        self._alive()
+
+    def article_done(self) -> None:
+        self._alive()
+
+    def problem(self, message: str, url: str | None = None) -> None:
+        logs.LOGGER.warning(message, extra=logs.url_field(url))
+
+    def finish(self, stats: RunStats, seconds: float) -> None:
+        """A pass that found nothing (every feed 304) is not news: debug level only."""
+        self._alive()
+        line = summary_line(stats, seconds).removeprefix("feedsync: ")
+        eventful = stats.staged or stats.extracted or stats.extract_failed or stats.gone
+        eventful = eventful or stats.feed_errors
+        logs.LOGGER.log(logging.INFO if eventful else logging.DEBUG, line)
 
 
 def choose(json_output: bool, quiet: bool) -> Progress:

@@ -44,6 +44,11 @@ UPDATE news_summary
        lease_until = NULL
  WHERE id = :id;
 
+-- name: extract_release
+-- A process that stops before extracting the rows it holds gives them back at once, so a
+-- restart need not wait for the leases to expire.
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
+
 -- name: extract_failed
 -- Only while the lease is still ours: a process that lost it records nothing.
 UPDATE news_summary

@@ -429,3 +429,12 @@ def test_power_cut_at_any_instant_loses_nothing_the_feeds_still_carry(
     fresh.configure([site.url(f"/feeds/{name}") for name in categories])
     fresh.run("run")
     assert news_set(fresh.db_path) == news_set(fs_card.db_path) == expected
+
+
+def test_a_directory_at_the_snapshot_path_is_reported_not_renamed(fs_card: FeedsyncEnv) -> None:
+    assert fs_card.snapshot_path is not None
+    fs_card.snapshot_path.mkdir(parents=True)
+    fs_card.configure([])
+    done = fs_card.run("status", expect=3)
+    assert "is not a file: check [storage] snapshot" in done.stderr
+    assert fs_card.snapshot_path.is_dir()  # left alone

@@ -331,3 +331,30 @@ def test_a_folder_planted_by_another_user_in_a_shared_place_is_refused(tmp_path:
     private.mkdir(parents=True)
     os.chown(private, 12345, 12345)
     SQLiteStorage.open(private / "feedsync.db").close()
+
+
+# ---------------------------------------------------------------- retention
+
+
+def test_retention_prunes_old_articles_and_keeps_their_tombstones(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    old, recent, undated = entry(1, "2025-01-01T00:00:00Z"), entry(2, LATER), entry(3)
+    staged_at = "2025-01-01T00:00:00Z"
+    ids = db.stage(intent(fid, [old, recent, undated], owner="A", now=staged_at)).created_ids
+    claim(db, "A")
+    for row, staged in zip(ids, (old, recent, undated), strict=True):
+        db.save_article(row, Article(text="Body."), staged.published, "2025-01-02T00:00:00Z")
+
+    news, tombstones = db.prune("2026-01-01T00:00:00Z", None, batch=1)
+    assert (news, tombstones) == (2, 0)  # the 2025 article and the undated one (fetched 2025)
+    assert [n.title for n in db.news_recent(10)] == ["Story 2"]
+    assert db.counts()["entries"] == 3  # every row kept: none is fetched again
+    again = db.stage(intent(fid, [old, recent, undated], owner="B"))
+    assert again.created_ids == ()
+
+    # a tombstone is kept at least tombstone_days after it was first seen, whatever the
+    # entry's date (an archive feed of old entries must not have them refetched)
+    assert db.prune(None, "2024-12-31T00:00:00Z") == (0, 0)
+    news, tombstones = db.prune("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    assert (news, tombstones) == (0, 1)  # the dated 2025 tombstone goes, the undated stays
+    assert db.counts()["entries"] == 2

@@ -54,7 +54,10 @@ class Storage(Protocol):
 
     def feed_health(self) -> list[FeedHealth]: ...
 
-    def feeds_to_poll(self) -> list[Feed]: ...
+    def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
+        """Enabled feeds (only those due by ``due_before`` when given), with their
+        publishing since ``week_ago``."""
+        ...
 
     # -- stages 1 and 2
     def stage(self, intent: StageIntent) -> StageResult:
@@ -79,6 +82,17 @@ class Storage(Protocol):
         self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
     ) -> list[ArticleJob]:
         """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        ...
+
+    def release_leases(self, owner: str) -> None:
+        """Give back every queue row ``owner`` holds (a process that stops early)."""
+        ...
+
+    def prune(
+        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
+    ) -> tuple[int, int]:
+        """Retention: delete articles older than ``news_before`` and dated tombstones older
+        than ``tombstones_before`` (None: keep), in short batches. Returns the counts."""
         ...
 
     def save_article(

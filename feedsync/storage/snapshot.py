@@ -167,9 +167,17 @@ def _set_aside(path: Path, problem: str, notice: Notice) -> None:
     notice(f"snapshot {path} is damaged ({problem}); set aside as {aside}")
 
 
+def _require_file(path: Path) -> None:
+    """A snapshot path that holds something else (a directory) is a configuration problem,
+    not a damaged snapshot: say so, and touch nothing."""
+    if path.exists() and not path.is_file():
+        raise StorageError(f"the snapshot path {path} is not a file: check [storage] snapshot")
+
+
 def _usable_snapshot(snapshot: Path, notice: Notice) -> Path | None:
     """The newest sound snapshot (the snapshot, else its .prev); damaged ones set aside."""
     for candidate in (snapshot, prev_path(snapshot)):
+        _require_file(candidate)
         if not candidate.exists():
             continue
         _fold_wal(candidate)
@@ -236,6 +244,7 @@ def take(
     the previous snapshot is intact either way.
     """
     started = time.monotonic()
+    _require_file(snapshot)
     with file_lock(lock_path(snapshot)):
         live = read_meta(conn)
         seq = int(live["snapshot_seq"])

@@ -265,7 +265,7 @@ class SQLiteStorage:
             for r in self._read("feed_health")
         ]
 
-    def feeds_to_poll(self) -> list[Feed]:
+    def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
         return [
             Feed(
                 id=r["id"],
@@ -273,8 +273,12 @@ class SQLiteStorage:
                 latest_published=r["latest_published"],
                 etag=r["etag"],
                 last_modified=r["last_modified"],
+                error_count=r["error_count"],
+                polled_before=bool(r["polled_before"]),
+                recent_entries=r["recent_entries"],
+                recent_oldest=r["recent_oldest"],
             )
-            for r in self._read("feeds_to_poll")
+            for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
         ]
 
     # ------------------------------------------------------------ stages 1 and 2
@@ -392,6 +396,26 @@ class SQLiteStorage:
             for r in rows
         ]
         return sorted(jobs, key=lambda job: job.id)
+
+    def release_leases(self, owner: str) -> None:
+        self._write(lambda conn: self._exec(conn, "extract_release", owner=owner))
+
+    def prune(
+        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
+    ) -> tuple[int, int]:
+        return (
+            self._delete_in_batches("prune_news", news_before, batch),
+            self._delete_in_batches("prune_tombstones", tombstones_before, batch),
+        )
+
+    def _delete_in_batches(self, name: str, before: str | None, batch: int) -> int:
+        total = 0
+        while before is not None:
+            cursor = self._write(lambda conn: self._exec(conn, name, before=before, limit=batch))
+            total += cursor.rowcount
+            if cursor.rowcount < batch:
+                break
+        return total
 
     def save_article(
         self, job_id: int, article: Article, published: str | None, fetched_at: str

@@ -1,0 +1,249 @@
+"""``feedsync daemon``: the service that runs for months on a Raspberry Pi.
+
+APScheduler 3 runs the jobs, all on ONE worker thread, so they never overlap and never
+share the database connection:
+
+- ``poll`` (every ``[daemon] tick``): the feeds whose next poll time has come, then the
+  extraction queue (new rows and failed rows due for a retry): the same pass as
+  ``feedsync run --due``. Each feed's next poll time is in the database
+  (``decide.next_poll_at``), so a restart keeps the schedule.
+- ``snapshot`` (every ``[storage] snapshot_interval``): the live database to the card,
+  skipped when nothing changed.
+- ``retention`` (daily, and soon after start): prune old articles, then old tombstones.
+- ``heartbeat`` (when systemd has a watchdog): feeds the watchdog and refreshes STATUS.
+  It runs on the same worker thread, so a job that hangs starves it and systemd restarts
+  the daemon; a long job that makes progress feeds the watchdog itself.
+
+Every job has ``max_instances=1`` and ``coalesce=True``; a job that raises is logged and
+runs again at its next tick, it never ends the daemon.
+
+Signals only set flags; the main thread acts on them. SIGTERM / SIGINT: STOPPING=1, the
+pass in progress stops taking new work (its open transaction finishes, its leased rows
+are given back), the scheduler shuts down, a final snapshot is written, exit 0. SIGHUP:
+the config file is read again (feeds added or disabled, settings changed); the schedule
+lives in the database and is untouched.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+from dataclasses import replace
+from datetime import timedelta
+from types import FrameType
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_ERROR, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from feedsync import config as config_module
+from feedsync import logs, timestamps
+from feedsync.config import Config, ConfigError
+from feedsync.notify import Notifier
+from feedsync.pipeline import Pass
+from feedsync.progress import LogProgress
+from feedsync.storage import Storage, StorageError, open_storage
+
+log = logs.LOGGER
+RETENTION_EVERY = timedelta(days=1)
+RETENTION_FIRST = timedelta(minutes=5)  # after start: let the first polls go first
+
+
+class Daemon:
+    def __init__(self, config: Config, config_file: str | None, notifier: Notifier | None = None):
+        self.config = config
+        self.config_file = config_file
+        self.notifier = notifier or Notifier()
+        self.storage: Storage | None = None
+        self._stop = threading.Event()  # asks the pass in progress to stop
+        self._wake = threading.Event()  # wakes the main thread: a signal arrived
+        self._reload = False
+        self._scheduler: BackgroundScheduler | None = None
+        self._rng = random.Random()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        where = logs.setup()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_stop_signal)
+        signal.signal(signal.SIGHUP, self._on_reload_signal)
+
+        urls = config_module.feed_urls(self.config)
+        self.storage = open_storage(self.config.storage, notice=log.info)
+        try:
+            self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
+            scheduler = self._start_scheduler()
+            log.info(
+                "feedsync daemon started: database %s, logging to %s, watchdog %s",
+                self.storage.location,
+                where,
+                self.notifier.watchdog or "off",
+            )
+            self.notifier.ready(self._status_line())
+            while not self._stop.is_set():
+                self._wake.wait(timeout=5)
+                self._wake.clear()
+                if self._reload and not self._stop.is_set():
+                    self._reload = False
+                    self._reload_config()
+            self.notifier.stopping("stopping: finishing the work in progress")
+            log.info("stopping: finishing the work in progress")
+            scheduler.shutdown(wait=True)
+            return self._final_snapshot()
+        finally:
+            self.storage.close()
+            self.notifier.close()
+
+    def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _on_reload_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._reload = True
+        self._wake.set()
+
+    def _start_scheduler(self) -> BackgroundScheduler:
+        scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=1)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            timezone="UTC",
+        )
+        now = timestamps.now()
+        scheduler.add_job(
+            self.poll_job, self._every(self.config.daemon.tick), id="poll", next_run_time=now
+        )
+        scheduler.add_job(
+            self.snapshot_job, self._every(self.config.storage.snapshot_interval), id="snapshot"
+        )
+        scheduler.add_job(
+            self.retention_job,
+            self._every(RETENTION_EVERY),
+            id="retention",
+            next_run_time=now + RETENTION_FIRST,
+        )
+        if self.notifier.watchdog is not None:
+            beat = max(self.notifier.watchdog / 4, timedelta(seconds=1))
+            scheduler.add_job(
+                self.heartbeat_job, self._every(beat), id="heartbeat", next_run_time=now
+            )
+        scheduler.add_listener(self._job_failed, EVENT_JOB_ERROR)
+        scheduler.start()
+        self._scheduler = scheduler
+        return scheduler
+
+    @staticmethod
+    def _every(period: timedelta) -> IntervalTrigger:
+        return IntervalTrigger(seconds=max(period.total_seconds(), 1.0), timezone="UTC")
+
+    def _job_failed(self, event: JobExecutionEvent) -> None:
+        log.error(
+            "job %s failed (it runs again at its next tick): %s: %s",
+            event.job_id,
+            type(event.exception).__name__,
+            event.exception,
+            exc_info=(type(event.exception), event.exception, event.exception.__traceback__),
+        )
+
+    def _final_snapshot(self) -> int:
+        assert self.storage is not None
+        try:
+            result = self.storage.snapshot()
+        except StorageError as exc:
+            log.error("final snapshot failed: %s", exc)
+            return 3
+        if result is not None:
+            log.info("final snapshot: %s (%s)", result.detail, result.path)
+        log.info("stopped")
+        return 0
+
+    # ------------------------------------------------------------ jobs (worker thread)
+
+    def poll_job(self) -> None:
+        assert self.storage is not None
+        Pass(
+            self.config,
+            self.storage,
+            LogProgress(alive=self.notifier.alive),
+            due_only=True,
+            stop=self._stop,
+            rng=self._rng,
+        ).run()
+        self.notifier.status(self._status_line())
+
+    def snapshot_job(self) -> None:
+        assert self.storage is not None
+        result = self.storage.snapshot()
+        if result is not None and result.written:
+            log.info(
+                "snapshot written: %s (%d bytes, %.1fs)", result.path, result.size, result.seconds
+            )
+        self.notifier.status(self._status_line())
+
+    def retention_job(self) -> None:
+        assert self.storage is not None
+        retention = self.config.retention
+        now = timestamps.now()
+
+        def before(days: int) -> str | None:
+            return timestamps.to_iso(now - timedelta(days=days)) if days else None
+
+        news, tombstones = self.storage.prune(
+            before(retention.news_days), before(retention.tombstone_days)
+        )
+        if news or tombstones:
+            log.info(
+                "retention: pruned %d articles older than %d days and %d tombstones",
+                news,
+                retention.news_days,
+                tombstones,
+            )
+
+    def heartbeat_job(self) -> None:
+        self.notifier.alive()
+        self.notifier.status(self._status_line())
+
+    # ------------------------------------------------------------ helpers
+
+    def _status_line(self) -> str:
+        """One line for `systemctl status`: feeds, queue, last snapshot."""
+        assert self.storage is not None
+        try:
+            counts = self.storage.counts()
+            where = self.storage.status()
+        except StorageError as exc:
+            return f"database trouble: {exc}"
+        queue = counts["queue_new"] + counts["queue_failed"]
+        line = (
+            f"{counts['feeds_enabled']} feeds ({counts['feeds_failing']} failing), "
+            f"queue {queue}, {counts['articles']} articles"
+        )
+        if where.snapshot is not None:
+            taken = (where.snapshot_at or "never").replace("T", " ")
+            line += f", last snapshot {taken}"
+        return line
+
+    def _reload_config(self) -> None:
+        assert self.storage is not None
+        try:
+            fresh = config_module.load(self.config_file)
+            urls = config_module.feed_urls(fresh)
+        except ConfigError as exc:
+            log.error("reload: the config has an error, keeping the previous one: %s", exc)
+            return
+        if (fresh.storage, fresh.daemon) != (self.config.storage, self.config.daemon):
+            log.warning(
+                "reload: [storage] and [daemon] changes need a restart; the rest is applied"
+            )
+            fresh = replace(fresh, storage=self.config.storage, daemon=self.config.daemon)
+        added = self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
+        self.config = fresh
+        log.info("reloaded %s: %d feeds in the config, %d new", fresh.source, len(urls), len(added))
+        self.notifier.status(self._status_line())
+
+
+def run_daemon(config: Config, config_file: str | None, **options: Any) -> int:
+    return Daemon(config, config_file, **options).run()

@@ -1,0 +1,255 @@
+"""`feedsync daemon` as systemd runs it: a real NOTIFY_SOCKET, real signals, a real server."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import FeedsyncEnv, Site, cli_env
+from sitegen import Item
+
+FAST = {  # a daemon that looks for work every second and polls feeds every 1-2 s
+    "daemon": {"tick": "1s"},
+    "poll": {"interval": "1s", "min_interval": "1s", "max_interval": "2s"},
+}
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class NotifySocket:
+    """The AF_UNIX datagram socket systemd listens on; collects what the daemon says."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.messages: list[tuple[float, str]] = []
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._socket.bind(str(path))
+        self._socket.settimeout(0.2)
+        self._open = True
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        while self._open:
+            try:
+                data = self._socket.recv(4096)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.messages.append((time.monotonic(), data.decode()))
+
+    def said(self, field: str, since: float = 0.0) -> int:
+        return sum(1 for at, text in self.messages if at >= since and field in text.split("\n"))
+
+    def close(self) -> None:
+        self._open = False
+        self._thread.join(5)
+        self._socket.close()
+
+
+@pytest.fixture
+def notify(tmp_path: Path) -> Iterator[NotifySocket]:
+    listener = NotifySocket(tmp_path / "notify.sock")
+    yield listener
+    listener.close()
+
+
+class RunningDaemon:
+    def __init__(self, env: FeedsyncEnv, extra_env: dict[str, str]):
+        self.env = env
+        self.log = env.root / "daemon.log"
+        self.stopping = False
+        self._log = self.log.open("w")
+        self.process = subprocess.Popen(
+            env.command("daemon"),
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env={**cli_env(env.root / "home"), **extra_env},
+        )
+
+    def signal(self, signum: int) -> None:
+        self.stopping = self.stopping or signum == signal.SIGTERM
+        self.process.send_signal(signum)
+
+    def stop(self, timeout: float = 60) -> int:
+        """SIGTERM once, as systemd does, and the exit code."""
+        if not self.stopping:
+            self.signal(signal.SIGTERM)
+        code = self.process.wait(timeout)
+        self._log.close()
+        return code
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+@pytest.fixture
+def start_daemon(fs_card: FeedsyncEnv) -> Iterator[Callable[..., RunningDaemon]]:
+    started: list[RunningDaemon] = []
+
+    def start(**extra_env: str) -> RunningDaemon:
+        daemon = RunningDaemon(fs_card, extra_env)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        if daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+
+
+def titles(env: FeedsyncEnv) -> set[str]:
+    if not env.db_path.exists():
+        return set()
+    try:
+        with sqlite3.connect(env.db_path, timeout=10) as conn:
+            return {row[0] for row in conn.execute("SELECT title FROM news")}
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return set()
+
+
+def test_the_daemon_speaks_sd_notify_and_ingests_until_told_to_stop(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    notify: NotifySocket,
+    start_daemon: Callable[..., RunningDaemon],
+) -> None:
+    first = site.feed("first.xml", [Item("Opening story", site.page("opening"))])
+    fs_card.configure([first], **FAST)
+    daemon = start_daemon(NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC="2000000")
+
+    wait_until(lambda: notify.said("READY=1") == 1, "READY=1")
+    wait_until(lambda: titles(fs_card) == {"Opening story"}, "the first article")
+    # the watchdog keeps being fed while the daemon idles between polls
+    since = time.monotonic()
+    wait_until(lambda: notify.said("WATCHDOG=1", since) >= 3, "three WATCHDOG=1 pings")
+    assert any(
+        text.startswith("STATUS=1 feeds (0 failing), queue 0, 1 articles")
+        for _, text in notify.messages
+    ), notify.messages
+
+    # news published while it runs lands without a restart
+    site.feed(
+        "first.xml",
+        [
+            Item("Opening story", site.url("/articles/opening")),
+            Item("Breaking story", site.page("breaking")),
+        ],
+    )
+    wait_until(lambda: "Breaking story" in titles(fs_card), "the breaking story")
+
+    # SIGHUP: a feed added to the config file is picked up
+    second = site.feed("second.xml", [Item("Second feed story", site.page("second"))])
+    fs_card.configure([first, second])
+    daemon.signal(signal.SIGHUP)
+    wait_until(lambda: "Second feed story" in titles(fs_card), "the new feed's story")
+
+    daemon.signal(signal.SIGTERM)
+    wait_until(lambda: notify.said("STOPPING=1") == 1, "STOPPING=1")
+    assert daemon.stop() == 0, daemon.output()
+    assert fs_card.snapshot_path is not None
+    with sqlite3.connect(fs_card.snapshot_path) as conn:  # the final snapshot has it all
+        saved = {row[0] for row in conn.execute("SELECT title FROM news")}
+    assert saved == {"Opening story", "Breaking story", "Second feed story"}
+    assert all(n == 1 for n in site.article_hits().values()), site.article_hits()
+    log = daemon.output()
+    assert "reloaded" in log and "final snapshot: written" in log
+    assert "Traceback" not in log
+
+
+def test_the_daemon_and_a_cron_run_side_by_side(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    stories = [Item(f"Story {n}", site.page(f"s{n}")) for n in range(12)]
+    feeds = [
+        site.feed(f"c{n}.xml", stories[n::3] + stories[(n + 1) % 3 :: 3], delay=0.05)
+        for n in range(3)
+    ]
+    fs_card.configure(feeds, **FAST)
+    daemon = start_daemon()
+    runs = [fs_card.run("run") for _ in range(3)]  # cron-style passes while it runs
+    wait_until(lambda: len(titles(fs_card)) == 12, "all twelve stories")
+    assert daemon.stop() == 0
+    for done in runs:
+        assert "locked" not in done.stdout + done.stderr
+    with sqlite3.connect(fs_card.db_path) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT url) FROM news").fetchone() == (12, 12)
+    assert sorted(site.article_hits().values()) == [1] * 12
+    assert "Traceback" not in daemon.output()
+
+
+def test_a_restart_keeps_the_schedule(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    feed = site.feed("hourly.xml", [Item("Story", site.page("story"))])
+    fs_card.configure([feed], daemon={"tick": "1s"}, poll={"interval": "1h"})
+    daemon = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"Story"}, "the first poll")
+    assert daemon.stop() == 0
+    due = fs_card.scalar("SELECT next_poll_at FROM feeds")
+    assert due > time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 40 * 60))
+
+    again = start_daemon()
+    # several ticks go by; the feed is not due for most of an hour: not asked again
+    wait_until(lambda: again.output().count("started") == 1, "the restart")
+    time_to_look = time.monotonic() + 4
+    wait_until(lambda: time.monotonic() > time_to_look, "four ticks")
+    assert again.stop() == 0
+    assert site.hits("/feeds/hourly.xml") == 1
+
+
+def test_a_failing_job_is_logged_and_the_daemon_carries_on(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    feed = site.feed("f.xml", [Item("First", site.page("first"))])
+    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
+    assert fs_card.snapshot_path is not None
+    daemon = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"First"}, "the first story")
+    wait_until(fs_card.snapshot_path.is_file, "the first snapshot")
+    fs_card.snapshot_path.unlink()
+    fs_card.snapshot_path.mkdir()  # someone puts a directory where the snapshot goes
+    wait_until(lambda: "job snapshot failed" in daemon.output(), "a failed snapshot job")
+    assert "is not a file" in daemon.output()
+    # the polls go on
+    site.feed(
+        "f.xml", [Item("First", site.url("/articles/first")), Item("Second", site.page("second"))]
+    )
+    wait_until(lambda: titles(fs_card) == {"First", "Second"}, "the second story")
+    fs_card.snapshot_path.rmdir()  # the trouble goes away: the next tick succeeds
+    wait_until(lambda: fs_card.snapshot_path.is_file(), "a snapshot after the failure")
+    assert daemon.stop() == 0
+    assert daemon.process.returncode == 0
+
+
+def test_a_broken_config_on_reload_is_reported_and_the_old_one_kept(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    feed = site.feed("f.xml", [Item("First", site.page("first"))])
+    fs_card.configure([feed], **FAST)
+    daemon = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"First"}, "the first story")
+    fs_card.config_path.write_text(fs_card.config_path.read_text() + "\n[poll]\nbogus = 1\n")
+    daemon.signal(signal.SIGHUP)
+    wait_until(lambda: "keeping the previous one" in daemon.output(), "the reload error")
+    site.feed(
+        "f.xml", [Item("First", site.url("/articles/first")), Item("Second", site.page("second"))]
+    )
+    wait_until(lambda: titles(fs_card) == {"First", "Second"}, "polling to go on")
+    assert daemon.stop() == 0
