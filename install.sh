@@ -1,43 +1,69 @@
 #!/usr/bin/env bash
-# install.sh: install feedsync from this source tree.
+# install.sh: install feedsync from this source tree (Debian / Raspberry Pi OS).
 #
-#   ./install.sh --user          per-user install, no root: a venv under
-#                                ${XDG_DATA_HOME:-~/.local/share}/feedsync/venv, the command
-#                                at ~/.local/bin/feedsync, a commented config at
-#                                ${XDG_CONFIG_HOME:-~/.config}/feedsync/feedsync.toml
-#                                (never overwritten)
-#   ./install.sh --user --run    the same, then one pass: `feedsync run`, or `feedsync demo`
-#                                when no feeds are configured yet
+#   sudo ./install.sh               the system service: user `feedsync`, a venv in
+#                                   /opt/feedsync, /etc/feedsync/feedsync.toml (never
+#                                   overwritten), the systemd unit, enabled and started;
+#                                   without systemd, a cron job instead
+#   sudo ./install.sh --cron        system-wide, run from /etc/cron.d instead of the service
+#   sudo ./install.sh --systemd     the unit even where systemd is not running (an image)
+#   ./install.sh --user             for you, no root: a venv in ~/.local/share/feedsync, the
+#                                   command in ~/.local/bin, ~/.config/feedsync/feedsync.toml,
+#                                   a user unit (started when a user systemd runs)
+#   ./install.sh --user --cron      the same, scheduled by a line in your crontab
+#   ... --run                       then one pass: `feedsync run`, or `feedsync demo`
+#                                   while no feeds are configured
+#   ... --no-start                  install, but do not enable or start anything
+#   ... --uninstall [--purge]       remove the service, cron job, venv and command; keep
+#                                   the config and the data unless --purge
+#   ... --root DIR                  (tests) install into DIR; systemctl, useradd, chown,
+#                                   crontab and apt-get are skipped and reported
 #
-# Running it again upgrades in place and keeps the config and the data. The system-wide
-# service (systemd unit, dedicated user, cron fallback) is not built yet: see README.
+# Running it again upgrades in place and keeps the config and the data.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mode=""
+mode=system
+schedule=auto
 run_after=0
+start=1
+uninstall=0
+purge=0
+root=""
 
-usage() {
-    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-}
+usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+say() { printf 'install.sh: %s\n' "$*"; }
+die() { printf 'install.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --user) mode=user ;;
+        --cron) schedule=cron ;;
+        --systemd) schedule=systemd ;;
         --run) run_after=1 ;;
+        --no-start) start=0 ;;
+        --uninstall) uninstall=1 ;;
+        --purge) purge=1 ;;
+        --root)
+            [ $# -ge 2 ] || die "--root needs a directory" 2
+            root=$(cd "$2" && pwd) || die "--root: no such directory: $2" 2
+            shift
+            ;;
         -h | --help) usage; exit 0 ;;
-        *) echo "install.sh: unknown option: $1 (see --help)" >&2; exit 2 ;;
+        *) die "unknown option: $1 (see --help)" 2 ;;
     esac
     shift
 done
+[ "$purge" -eq 0 ] || [ "$uninstall" -eq 1 ] || die "--purge goes with --uninstall" 2
 
-if [ "$mode" != user ]; then
-    echo "install.sh: only --user is available so far (the system service comes with" \
-        "'feedsync daemon'); run: ./install.sh --user" >&2
-    exit 2
-fi
-
-say() { printf 'install.sh: %s\n' "$*"; }
+# Commands that change the machine outside the install root: skipped (and said) under --root.
+system() {
+    if [ -n "$root" ]; then
+        say "(--root) skipped: $*"
+    else
+        "$@"
+    fi
+}
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then
@@ -45,91 +71,296 @@ as_root() {
     elif command -v sudo >/dev/null 2>&1; then
         sudo "$@"
     else
-        echo "install.sh: needs root for: $*" >&2
-        return 1
+        die "needs root for: $*"
     fi
 }
 
-# Debian's python3 has no venv/ensurepip until python3-venv is installed.
+# A partial index update (a mirror sync in progress) is not fatal: what matters is
+# whether the packages can be installed.
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || { say "no apt-get: install $* yourself"; return 0; }
+    local missing=()
+    local package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" ||
+            missing+=("$package")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    say "installing ${missing[*]} (apt)"
+    if [ -n "$root" ]; then
+        say "(--root) skipped: apt-get install ${missing[*]}"
+        return 0
+    fi
+    local attempt
+    for attempt in 1 2 3; do
+        as_root apt-get update -q && break
+        say "apt-get update had errors (attempt $attempt); going on with what is there"
+        sleep 5
+    done
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
 ensure_python() {
-    if ! command -v python3 >/dev/null 2>&1; then
-        say "installing python3 (apt)"
-        as_root apt-get update -q || true
-        as_root apt-get install -y -q python3 python3-venv
-    fi
-    if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-        echo "install.sh: feedsync needs Python 3.11 or newer; python3 is $(python3 -V 2>&1)" >&2
-        exit 1
-    fi
-    if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
-        say "installing python3-venv (apt)"
-        as_root apt-get update -q || true
-        as_root apt-get install -y -q python3-venv
+    command -v python3 >/dev/null 2>&1 || apt_install python3
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+        die "feedsync needs Python 3.11 or newer; python3 is $(python3 -V 2>&1)"
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
+}
+
+# pip install; if a wheel is missing for this machine and something must be compiled,
+# install the build headers and try once more.
+pip_install() {
+    local venv=$1
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    if ! "$venv/bin/python" -m pip install --quiet --upgrade "$here"; then
+        say "a package had to be built from source: installing build headers"
+        apt_install build-essential python3-dev libxml2-dev libxslt1-dev pkg-config
+        "$venv/bin/python" -m pip install --quiet --upgrade "$here"
     fi
 }
 
-data_home=${XDG_DATA_HOME:-$HOME/.local/share}
-config_home=${XDG_CONFIG_HOME:-$HOME/.config}
-venv="$data_home/feedsync/venv"
-bin_dir="$HOME/.local/bin"
-config="$config_home/feedsync/feedsync.toml"
-
-ensure_python
-if [ ! -x "$venv/bin/python" ]; then
-    say "creating $venv"
-    python3 -m venv "$venv"
-fi
-say "installing feedsync into $venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet --upgrade "$here"
-
-mkdir -p "$bin_dir"
-ln -sfn "$venv/bin/feedsync" "$bin_dir/feedsync"
-
-if [ ! -e "$config" ]; then
+write_config() {  # path db snapshot: a commented config, never over an existing one
+    local config=$1 db=$2 snapshot=$3
+    if [ -e "$config" ]; then
+        say "kept your config $config"
+        return 0
+    fi
     mkdir -p "$(dirname "$config")"
     cat >"$config" <<EOF
-# feedsync configuration (all keys: README, "Configuration").
+# feedsync configuration (every key: README, "Configuration").
 
 [storage]
-# The live database sits in RAM (tmpfs); its snapshot is the copy that survives a reboot.
-# db = "/dev/shm/feedsync-$(id -u)/feedsync.db"
-# snapshot = "$data_home/feedsync/feedsync.db"
+# The live database sits in RAM (tmpfs); the snapshot is the copy that survives a reboot.
+$db
+$snapshot
 # snapshot_interval = "1h"
 
 [poll]
 # lookback = "24h"      # entries this much older than a feed's newest are still staged
 # concurrency = 8       # feeds and pages fetched at once
 # per_host = 2          # of which to one host
-# timeout = "30s"       # whole-request deadline
+# interval = "30m"      # first polls; then each feed follows its own publishing rate
+# min_interval = "10m"
+# max_interval = "24h"
 
 [extract]
 # max_attempts = 5      # a failing article page is given up after this many tries
 # workers = 2           # extraction processes
 
-# One [[feeds]] table per feed:
+[retention]
+# news_days = 90        # articles older than this are pruned (0: keep forever)
+# tombstone_days = 365  # and remembered this long, so they are never fetched again
+
+# One [[feeds]] table per feed, or: feedsync add URL
 # [[feeds]]
 # url = "https://example.com/feed.xml"
 EOF
     say "wrote $config"
+}
+
+# ------------------------------------------------------------------ the system service
+
+sys_venv="$root/opt/feedsync/venv"
+sys_config="$root/etc/feedsync/feedsync.toml"
+sys_unit="$root/etc/systemd/system/feedsync.service"
+sys_cron="$root/etc/cron.d/feedsync"
+sys_wrapper="$root/usr/local/bin/feedsync"
+
+has_systemd() { [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
+
+install_system() {
+    [ -n "$root" ] || [ "$(id -u)" -eq 0 ] || die "the system service needs root: sudo $0 (or: $0 --user)"
+    [ "$schedule" != auto ] || { if has_systemd; then schedule=systemd; else schedule=cron; fi; }
+    ensure_python
+    if [ "$schedule" = systemd ]; then
+        apt_install python3-venv python3-systemd
+    else
+        apt_install python3-venv cron
+    fi
+    if ! getent passwd feedsync >/dev/null 2>&1; then
+        say "creating the system user feedsync"
+        system useradd --system --user-group --home-dir /var/lib/feedsync --no-create-home \
+            --shell /usr/sbin/nologin --comment "feedsync daemon" feedsync
+    fi
+    if [ ! -x "$sys_venv/bin/python" ]; then
+        say "creating $sys_venv"
+        mkdir -p "$(dirname "$sys_venv")"
+        # system site packages: Debian's python3-systemd (and python3-lxml, if installed)
+        python3 -m venv --system-site-packages "$sys_venv"
+    fi
+    say "installing feedsync into $sys_venv"
+    pip_install "$sys_venv"
+
+    write_config "$sys_config" 'db = "/run/feedsync/feedsync.db"' \
+        'snapshot = "/var/lib/feedsync/feedsync.db"'
+    mkdir -p "$root/var/lib/feedsync" "$root/run/feedsync"
+    chmod 0700 "$root/var/lib/feedsync" "$root/run/feedsync"
+    system chown feedsync:feedsync "$root/var/lib/feedsync" "$root/run/feedsync"
+
+    mkdir -p "$(dirname "$sys_wrapper")"
+    cat >"$sys_wrapper" <<'EOF'
+#!/bin/sh
+# feedsync as the service user, with the system config (installed by install.sh).
+set -e
+feedsync=/opt/feedsync/venv/bin/feedsync
+config=/etc/feedsync/feedsync.toml
+if [ "$(id -un)" = feedsync ]; then exec "$feedsync" --config "$config" "$@"; fi
+if [ "$(id -u)" -eq 0 ]; then exec runuser -u feedsync -- "$feedsync" --config "$config" "$@"; fi
+exec sudo -u feedsync "$feedsync" --config "$config" "$@"
+EOF
+    chmod 0755 "$sys_wrapper"
+
+    if [ "$schedule" = systemd ]; then
+        rm -f "$sys_cron"
+        mkdir -p "$(dirname "$sys_unit")"
+        install -m 0644 "$here/systemd/feedsync.service" "$sys_unit"
+        system systemctl daemon-reload
+        if [ "$start" -eq 1 ]; then
+            system systemctl enable feedsync.service
+            system systemctl restart feedsync.service
+        fi
+        say "installed: the feedsync service ($(sys_version))"
+        say "logs:   journalctl -u feedsync -f        state: systemctl status feedsync"
+    else
+        if [ -e "$sys_unit" ]; then
+            system systemctl disable --now feedsync.service
+            rm -f "$sys_unit"
+        fi
+        mkdir -p "$(dirname "$sys_cron")"
+        cat >"$sys_cron" <<'EOF'
+# feedsync (installed by install.sh --cron): every 5 minutes, the feeds that are due
+# (each has its own next poll time), never two runs at once; each run that changed
+# something ends with a snapshot to /var/lib/feedsync.
+SHELL=/bin/sh
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+@reboot      root      install -d -o feedsync -g feedsync -m 0700 /run/feedsync
+*/5 * * * *  feedsync  flock -n /run/feedsync/cron.lock /opt/feedsync/venv/bin/feedsync --config /etc/feedsync/feedsync.toml run --due --quiet
+EOF
+        chmod 0644 "$sys_cron"
+        say "installed: feedsync from cron ($(sys_version)), every 5 minutes"
+        say "logs: cron mails what a run prints; /var/log/syslog shows the runs"
+    fi
+    say "add feeds: edit /etc/feedsync/feedsync.toml (then: systemctl reload feedsync)," \
+        "or: sudo feedsync add https://example.com/feed.xml"
+    say "see it work: sudo feedsync status; sudo feedsync feeds"
+}
+
+sys_version() { "$sys_venv/bin/feedsync" --version; }
+
+uninstall_system() {
+    [ -n "$root" ] || [ "$(id -u)" -eq 0 ] || die "removing the system service needs root"
+    if [ -e "$sys_unit" ]; then
+        say "stopping the service (it writes its final snapshot)"
+        system systemctl disable --now feedsync.service
+        rm -f "$sys_unit"
+        system systemctl daemon-reload
+    fi
+    rm -f "$sys_cron" "$sys_wrapper"
+    rm -rf "$root/opt/feedsync"
+    if [ "$purge" -eq 1 ]; then
+        rm -rf "$root/etc/feedsync" "$root/var/lib/feedsync" "$root/run/feedsync"
+        if getent passwd feedsync >/dev/null 2>&1; then system userdel feedsync; fi
+        say "removed feedsync, its config and its data"
+    else
+        say "removed feedsync; kept the config (/etc/feedsync) and the data (/var/lib/feedsync)"
+    fi
+}
+
+# ------------------------------------------------------------------ per user
+
+data_home=${XDG_DATA_HOME:-$HOME/.local/share}
+config_home=${XDG_CONFIG_HOME:-$HOME/.config}
+user_venv="$root$data_home/feedsync/venv"
+user_bin="$root$HOME/.local/bin"
+user_config="$root$config_home/feedsync/feedsync.toml"
+user_unit="$root$config_home/systemd/user/feedsync.service"
+cron_mark="# feedsync (install.sh --user --cron)"
+
+has_user_systemd() {
+    [ -z "$root" ] && command -v systemctl >/dev/null 2>&1 &&
+        systemctl --user show-environment >/dev/null 2>&1
+}
+
+user_crontab_line() {
+    printf '*/5 * * * * flock -n /dev/shm/feedsync-%s.cron.lock %s/bin/feedsync run --due --quiet %s\n' \
+        "$(id -u)" "$user_venv" "$cron_mark"
+}
+
+install_user() {
+    ensure_python
+    if [ ! -x "$user_venv/bin/python" ]; then
+        say "creating $user_venv"
+        mkdir -p "$(dirname "$user_venv")"
+        python3 -m venv "$user_venv"
+    fi
+    say "installing feedsync into $user_venv"
+    pip_install "$user_venv"
+    mkdir -p "$user_bin"
+    ln -sfn "$user_venv/bin/feedsync" "$user_bin/feedsync"
+    write_config "$user_config" "# db = \"/dev/shm/feedsync-$(id -u)/feedsync.db\"" \
+        "# snapshot = \"$data_home/feedsync/feedsync.db\""
+    mkdir -p "$(dirname "$user_unit")"
+    install -m 0644 "$here/systemd/feedsync-user.service" "$user_unit"
+    say "installed: $("$user_venv/bin/feedsync" --version)"
+    if [ "$schedule" = cron ]; then
+        command -v crontab >/dev/null 2>&1 || die "no crontab here: install cron, or use the user unit"
+        if [ -n "$root" ]; then
+            say "(--root) skipped: crontab line: $(user_crontab_line)"
+        else
+            { crontab -l 2>/dev/null | grep -vF "$cron_mark" || true; user_crontab_line; } | crontab -
+            say "scheduled from your crontab (crontab -l)"
+        fi
+    elif [ "$start" -eq 1 ] && has_user_systemd; then
+        systemctl --user daemon-reload
+        systemctl --user enable feedsync.service
+        systemctl --user restart feedsync.service
+        say "started the user service: systemctl --user status feedsync; journalctl --user -u feedsync"
+    else
+        say "not scheduled: systemctl --user enable --now feedsync (with a user systemd)," \
+            "or ./install.sh --user --cron"
+    fi
+    case ":$PATH:" in
+        *":$HOME/.local/bin:"*) ;;
+        *) say "note: ~/.local/bin is not on your PATH; add it, or call $user_bin/feedsync" ;;
+    esac
+}
+
+uninstall_user() {
+    if [ -e "$user_unit" ]; then
+        if has_user_systemd; then systemctl --user disable --now feedsync.service || true; fi
+        rm -f "$user_unit"
+    fi
+    if [ -z "$root" ] && command -v crontab >/dev/null 2>&1 && crontab -l 2>/dev/null | grep -qF "$cron_mark"; then
+        crontab -l | grep -vF "$cron_mark" | crontab -
+    fi
+    rm -f "$user_bin/feedsync"
+    rm -rf "$user_venv"
+    if [ "$purge" -eq 1 ]; then
+        rm -rf "$root$config_home/feedsync" "$root$data_home/feedsync" "/dev/shm/feedsync-$(id -u)"
+        say "removed feedsync, its config and its data"
+    else
+        say "removed feedsync; kept the config ($config_home/feedsync) and the data ($data_home/feedsync)"
+    fi
+}
+
+# ------------------------------------------------------------------ main
+
+if [ "$mode" = system ]; then
+    if [ "$uninstall" -eq 1 ]; then uninstall_system; else install_system; fi
+    feedsync_cmd=("$sys_wrapper")
 else
-    say "kept your config $config"
+    if [ "$uninstall" -eq 1 ]; then uninstall_user; else install_user; fi
+    # --config: on a machine with the system install too, /etc/feedsync would come first
+    feedsync_cmd=("$user_venv/bin/feedsync" --config "$user_config")
 fi
 
-say "installed: $("$venv/bin/feedsync" --version)"
-case ":$PATH:" in
-    *":$bin_dir:"*) ;;
-    *) say "note: $bin_dir is not on your PATH; add it, or call $bin_dir/feedsync" ;;
-esac
-
-if [ "$run_after" -eq 1 ]; then
-    listing=$("$venv/bin/feedsync" --config "$config" feeds)
+if [ "$run_after" -eq 1 ] && [ "$uninstall" -eq 0 ]; then
+    listing=$("${feedsync_cmd[@]}" feeds)
     case "$listing" in
         "no feeds yet"*)
             say "no feeds configured yet: running the demo (add yours with 'feedsync add URL')"
-            exec "$venv/bin/feedsync" demo
+            exec "${feedsync_cmd[@]}" demo
             ;;
-        *) exec "$venv/bin/feedsync" --config "$config" run ;;
+        *) exec "${feedsync_cmd[@]}" run ;;
     esac
 fi
-say "next: feedsync add https://example.com/feed.xml && feedsync run   (or: feedsync demo)"

@@ -18,6 +18,7 @@ needed=()
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || needed+=(python3-venv)
 command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
 command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to the "SD card"
+command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)  # verify + security of the units
 if [ ${#needed[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${needed[*]} (apt)"
     # a partial index update (mirror sync in progress) is not fatal: the install says

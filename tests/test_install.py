@@ -9,6 +9,7 @@ database in the developer's own /dev/shm/feedsync-<uid>.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -18,10 +19,13 @@ import pytest
 from feedsync import config as config_module
 
 REPO = Path(__file__).resolve().parents[1]
+SERVICE_TEXT = (REPO / "systemd" / "feedsync.service").read_text()
 
 
 def install(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "VIRTUAL_ENV"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "VIRTUAL_ENV", "DBUS_"))
+    }
     env.update(
         HOME=str(home),
         NO_PROXY="127.0.0.1,localhost",
@@ -77,3 +81,102 @@ def test_the_config_template_is_valid_and_never_overwritten(tmp_path: Path) -> N
 def test_install_refuses_unknown_options() -> None:
     done = subprocess.run([str(REPO / "install.sh"), "--bogus"], capture_output=True, text=True)
     assert done.returncode == 2 and "unknown option: --bogus" in done.stderr
+
+
+# ---------------------------------------------------------------- the system service
+
+
+def install_root(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "DBUS_"))}
+    env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache/pip"))
+    return subprocess.run(
+        [str(REPO / "install.sh"), "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every installed file outside the venv, with its content (or '<dir>')."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = str(path.relative_to(root))
+        if relative.startswith("opt/feedsync/venv/"):
+            continue
+        found[relative] = "<dir>" if path.is_dir() else path.read_text(errors="replace")
+    return found
+
+
+@pytest.mark.slow
+def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    done = install_root(root, "--systemd")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # what could not be done inside a root is said, not done
+    assert "(--root) skipped: systemctl enable feedsync.service" in done.stdout
+    assert "(--root) skipped: useradd" in done.stdout or "feedsync" in done.stdout
+
+    files = tree(root)
+    assert files["etc/systemd/system/feedsync.service"] == SERVICE_TEXT
+    config = files["etc/feedsync/feedsync.toml"]
+    assert 'db = "/run/feedsync/feedsync.db"' in config
+    assert 'snapshot = "/var/lib/feedsync/feedsync.db"' in config
+    config_module.from_dict(tomllib.loads(config))
+    assert "runuser -u feedsync" in files["usr/local/bin/feedsync"]
+    assert "etc/cron.d/feedsync" not in files
+    assert files["var/lib/feedsync"] == "<dir>" and files["run/feedsync"] == "<dir>"
+    installed = root / "opt/feedsync/venv/bin/feedsync"
+    version = subprocess.run([str(installed), "--version"], capture_output=True, text=True)
+    assert version.stdout.startswith("feedsync ")
+
+    # the unit as installed verifies (its ExecStart pointed at the installed command)
+    if shutil.which("systemd-analyze"):
+        unit = tmp_path / "feedsync.service"
+        unit.write_text(
+            files["etc/systemd/system/feedsync.service"].replace(
+                "/opt/feedsync/venv/bin/feedsync", str(installed)
+            )
+        )
+        checked = subprocess.run(
+            ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True
+        )
+        assert (checked.returncode, checked.stdout + checked.stderr) == (0, "")
+
+    # again: an upgrade in place, the config kept as the owner edited it
+    (root / "etc/feedsync/feedsync.toml").write_text(config + "\n# my feeds\n")
+    (root / "var/lib/feedsync/feedsync.db").write_bytes(b"my data")
+    again = install_root(root, "--systemd")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "kept your config" in again.stdout
+    after = tree(root)
+    assert after["etc/feedsync/feedsync.toml"].endswith("# my feeds\n")
+    assert after["var/lib/feedsync/feedsync.db"] == "my data"
+    assert set(after) == set(files) | {"var/lib/feedsync/feedsync.db"}
+
+    # the cron fallback replaces the unit
+    cron = install_root(root, "--cron")
+    assert cron.returncode == 0, cron.stdout + cron.stderr
+    crontab = (root / "etc/cron.d/feedsync").read_text()
+    assert "flock -n /run/feedsync/cron.lock" in crontab and "run --due --quiet" in crontab
+    assert "@reboot      root      install -d -o feedsync" in crontab
+    assert not (root / "etc/systemd/system/feedsync.service").exists()
+
+    # uninstall keeps the config and the data; purge removes them
+    gone = install_root(root, "--uninstall")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    left = tree(root)
+    assert "etc/cron.d/feedsync" not in left and "usr/local/bin/feedsync" not in left
+    assert not (root / "opt/feedsync").exists()
+    assert left["var/lib/feedsync/feedsync.db"] == "my data"
+    assert "etc/feedsync/feedsync.toml" in left
+    purged = install_root(root, "--uninstall", "--purge")
+    assert purged.returncode == 0, purged.stdout + purged.stderr
+    assert not (root / "var/lib/feedsync").exists() and not (root / "etc/feedsync").exists()
+
+
+def test_purge_without_uninstall_is_refused(tmp_path: Path) -> None:
+    done = install_root(tmp_path, "--purge")
+    assert done.returncode == 2 and "--purge goes with --uninstall" in done.stderr
