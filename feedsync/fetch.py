@@ -1,40 +1,67 @@
 """HTTP: conditional GETs for feeds, page fetches for articles. Network only, no storage.
 
-Every request streams its body and stops at a size cap (counted after decompression),
-runs under a total deadline as well as httpx's connect/read timeouts, and follows at most
-five redirects. Failures come back as :class:`FetchError` with a one-line reason fit for
-``feeds.last_error``. :class:`HostLimiter` bounds concurrent requests per host, for feed
-polls and article fetches alike, so 200 new articles from one site never hammer it.
+Feeds and pages come from the hostile internet, so every request:
+
+- streams its body and stops at a size cap counted AFTER decompression, decompressing
+  itself with a bounded output (``zlib`` ``max_length``), so a gzip bomb stops at the cap
+  without ever holding more than the cap in memory;
+- runs under a total deadline besides httpx's connect/read timeouts (a server that
+  trickles a byte a second is cut at the deadline);
+- follows at most five redirects; the chain is reported, so a feed's permanent move can be
+  recorded (see ``Response.moved_to``; ``decide.redirect`` rules on captive portals);
+- names feedsync in its User-Agent and offers gzip and deflate only.
+
+Article links are attacker-controlled: the page client connects through
+:class:`_GuardedBackend`, which resolves the host itself, refuses loopback, private,
+link-local, multicast and reserved addresses, and connects to the very address it
+checked, so a DNS answer that changes between check and connect (rebinding) cannot slip
+through, on any redirect hop. Feeds are the owner's choice and may be on the LAN; an
+article may be too when one of its feeds is, or with ``[fetch] allow_private``.
+
+Failures come back as :class:`FetchError` with a one-line reason fit for
+``feeds.last_error``. :class:`HostGate` bounds concurrent requests per host and spaces
+them by ``[fetch] host_delay``, for feed polls and article fetches alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import re
+import socket
+import time
+import zlib
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from typing import Any
 
+import anyio
+import httpcore
 import httpx
 
 from feedsync import __version__
+from feedsync.config import DEFAULT_USER_AGENT
 
-USER_AGENT = f"feedsync/{__version__} (+https://github.com/feedsync/feedsync)"
 MAX_REDIRECTS = 5
+ACCEPT_ENCODING = "gzip, deflate"  # what we decompress ourselves, with a bounded output
 FEED_ACCEPT = (
     "application/atom+xml, application/rss+xml, application/rdf+xml, application/xml;q=0.9, "
     "text/xml;q=0.9, */*;q=0.5"
 )
 PAGE_ACCEPT = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5"
+PERMANENT = (301, 308)
 
 
 class FetchError(Exception):
     """A request that did not give a usable body; ``str()`` is the one-line reason.
 
-    ``permanent`` means asking again will not help (410 Gone, not an HTML page).
+    ``permanent``: asking again will not help (410 Gone, a refused private address).
+    ``retry_after``: the server's Retry-After. ``host_busy``: 429/503, the host asks us to
+    slow down (not the fault of this feed or article).
     """
 
     def __init__(
@@ -48,7 +75,11 @@ class FetchError(Exception):
         super().__init__(reason)
         self.permanent = permanent
         self.status = status
-        self.retry_after = retry_after  # the server's Retry-After, when it gave one
+        self.retry_after = retry_after
+
+    @property
+    def host_busy(self) -> bool:
+        return self.status in (429, 503)
 
 
 @dataclass(frozen=True)
@@ -60,36 +91,180 @@ class Response:
     etag: str | None
     last_modified: str | None
     max_age: timedelta | None = None  # Cache-Control max-age: "fresh for this long"
+    moved_to: str | None = None  # where the leading permanent redirects (301/308) lead
+    moved_by_308: bool = False  # ... and every one of them was a 308
 
     @property
     def not_modified(self) -> bool:
         return self.status == 304
 
 
-def make_client(timeout: float, concurrency: int) -> httpx.AsyncClient:
-    """One client per pass: connection reuse across feeds and pages of the same host."""
+# ---------------------------------------------------------------- addresses
+
+
+class PrivateAddressRefused(httpcore.ConnectError):
+    """Raised by the guarded backend; surfaces as a permanent FetchError."""
+
+
+def is_private_address(address: str) -> bool:
+    """Loopback, private (RFC 1918, ULA), link-local, multicast, unspecified, reserved."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return True  # not an address we understand: do not connect to it
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return bool(
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_unspecified
+        or ip.is_reserved
+    )
+
+
+async def resolve(host: str, port: int = 443) -> list[str]:
+    """The addresses ``host`` resolves to (an IP literal: itself)."""
+    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks, then connects to the checked address (no second lookup)."""
+
+    def __init__(self, allow_private: bool):
+        self._inner = httpcore.AnyIOBackend()
+        self._allow_private = allow_private
+
+    async def connect_tcp(  # the signature is httpcore's
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            with anyio.fail_after(timeout):
+                addresses = await resolve(host, port)
+        except (OSError, TimeoutError) as exc:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        if not self._allow_private:
+            refused = [a for a in addresses if is_private_address(a)]
+            if refused:
+                raise PrivateAddressRefused(
+                    f"refused: {host} resolves to a private address ({refused[0]})"
+                )
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error or httpcore.ConnectError(f"no address for {host}")
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are not used")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GuardedTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, *, allow_private: bool, limits: httpx.Limits):
+        super().__init__(limits=limits)
+        # httpx builds its httpcore pool without a network backend option; rebuild it
+        # with ours (tests/test_fetch.py fails loudly should httpx change this).
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_GuardedBackend(allow_private),
+        )
+
+
+def user_agent(template: str = DEFAULT_USER_AGENT) -> str:
+    return template.replace("{version}", __version__)
+
+
+def make_client(
+    timeout: float,
+    concurrency: int,
+    *,
+    allow_private: bool = True,
+    agent: str = DEFAULT_USER_AGENT,
+) -> httpx.AsyncClient:
+    """One client per pass and policy: connection reuse across feeds and pages of a host."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     return httpx.AsyncClient(
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
         timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
-        headers={"User-Agent": USER_AGENT},
-        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        headers={"User-Agent": user_agent(agent), "Accept-Encoding": ACCEPT_ENCODING},
+        transport=_GuardedTransport(allow_private=allow_private, limits=limits),
     )
 
 
-class HostLimiter:
-    """At most ``per_host`` requests in flight to one host, ``total`` overall."""
+async def host_is_private(host: str) -> bool:
+    """Whether ``host`` (a feed's) is on the LAN: any of its addresses private."""
+    try:
+        return any(is_private_address(a) for a in await resolve(host))
+    except OSError:
+        return False
 
-    def __init__(self, total: int, per_host: int):
+
+# ---------------------------------------------------------------- politeness
+
+
+class HostGate:
+    """Per host: at most ``per_host`` requests at once, ``delay`` between two starts, and
+    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall."""
+
+    def __init__(
+        self,
+        total: int,
+        per_host: int,
+        delay: timedelta = timedelta(0),
+        not_before: dict[str, float] | None = None,
+    ):
         self._total = asyncio.Semaphore(total)
         self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
             lambda: asyncio.Semaphore(per_host)
         )
+        self._delay = delay.total_seconds()
+        self._next_start: dict[str, float] = {}
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # monotonic times before which a host must not be asked
+        self.not_before: dict[str, float] = dict(not_before or {})
+
+    def blocked(self, host: str) -> bool:
+        return self.not_before.get(host, 0.0) > time.monotonic()
+
+    def block(self, host: str, seconds: float) -> None:
+        self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[None]:
         async with self._total, self._per_host[host]:
+            if self._delay:
+                async with self._locks[host]:
+                    wait = self._next_start.get(host, 0.0) - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._next_start[host] = time.monotonic() + self._delay
             yield
+
+
+# ---------------------------------------------------------------- hints
 
 
 _MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
@@ -119,6 +294,9 @@ def retry_after(value: str | None, now: datetime) -> timedelta | None:
     return max(when - now, timedelta(0))
 
 
+# ---------------------------------------------------------------- the request
+
+
 def _describe(exc: Exception, timeout: float) -> str:
     if isinstance(exc, httpx.TooManyRedirects):
         return f"more than {MAX_REDIRECTS} redirects"
@@ -126,11 +304,74 @@ def _describe(exc: Exception, timeout: float) -> str:
         return f"timed out after {timeout:g}s"
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect: {exc or type(exc).__name__}"
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         return f"connection broken: {exc or type(exc).__name__}"
-    if isinstance(exc, httpx.DecodingError):
-        return f"cannot decode the response: {exc}"
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return f"redirected to an unsupported address: {exc}"
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+class _Decoder:
+    """Content-Encoding undone with a bounded output: never more than ``limit`` bytes."""
+
+    def __init__(self, encoding: str | None, limit: int):
+        coding = (encoding or "identity").strip().lower()
+        self._limit = limit
+        self.size = 0
+        self._raw_fallback = False
+        self._zlib: Any
+        if coding in ("identity", ""):
+            self._zlib = None
+        elif coding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self._zlib = zlib.decompressobj()  # zlib-wrapped; raw deflate: see _decode
+            self._raw_fallback = True
+        else:
+            raise FetchError(f"unsupported Content-Encoding: {coding}")
+        self._started = False
+
+    def _count(self, data: bytes) -> bytes:
+        self.size += len(data)
+        if self.size > self._limit:
+            raise FetchError(f"body larger than {self._limit} bytes (after decompression)")
+        return data
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._zlib is None:
+            return [self._count(data)]
+        out = []
+        try:
+            while data:
+                piece = self._zlib.decompress(data, self._limit - self.size + 1)
+                out.append(self._count(piece))
+                data = self._zlib.unconsumed_tail
+                self._started = True
+        except zlib.error as exc:
+            if not self._started and self._raw_fallback:
+                # "deflate" sent as raw deflate (no zlib header): a common server bug
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._raw_fallback = False
+                return self.feed(data)
+            raise FetchError(f"cannot decompress the body: {exc}") from None
+        return out
+
+    def finish(self) -> list[bytes]:
+        if self._zlib is None:
+            return []
+        return [self._count(self._zlib.flush())]
+
+
+def _moved(response: httpx.Response) -> tuple[str | None, bool]:
+    """Where the leading permanent redirects lead, and whether all were 308."""
+    hops = response.history
+    urls = [str(r.request.url) for r in hops] + [str(response.request.url)]
+    count = 0
+    while count < len(hops) and hops[count].status_code in PERMANENT:
+        count += 1
+    if count == 0:
+        return None, False
+    return urls[count], all(h.status_code == 308 for h in hops[:count])
 
 
 async def get(
@@ -155,6 +396,10 @@ async def get(
             return await _get(client, url, headers, max_bytes)
     except FetchError:
         raise
+    except httpx.ConnectError as exc:
+        if isinstance(exc.__cause__, PrivateAddressRefused):
+            raise FetchError(str(exc.__cause__), permanent=True) from None
+        raise FetchError(_describe(exc, deadline)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
 
@@ -164,16 +409,17 @@ async def _get(
 ) -> Response:
     async with client.stream("GET", url, headers=headers) as response:
         status = response.status_code
+        moved_to, by_308 = _moved(response)
+        common = {
+            "url": str(response.url),
+            "etag": response.headers.get("etag"),
+            "last_modified": response.headers.get("last-modified"),
+            "max_age": max_age(response.headers.get("cache-control")),
+            "moved_to": moved_to,
+            "moved_by_308": by_308,
+        }
         if status == 304:
-            return Response(
-                url=str(response.url),
-                status=304,
-                body=b"",
-                content_type=None,
-                etag=response.headers.get("etag"),
-                last_modified=response.headers.get("last-modified"),
-                max_age=max_age(response.headers.get("cache-control")),
-            )
+            return Response(status=304, body=b"", content_type=None, **common)
         if status != 200:
             reason = response.reason_phrase or ""
             raise FetchError(
@@ -182,19 +428,18 @@ async def _get(
                 status=status,
                 retry_after=retry_after(response.headers.get("retry-after"), datetime.now(UTC)),
             )
+        length = response.headers.get("content-length", "")
+        encoding = response.headers.get("content-encoding")
+        if length.isdigit() and not encoding and int(length) > max_bytes:
+            raise FetchError(f"body larger than {max_bytes} bytes ({length} announced)")
+        decoder = _Decoder(encoding, max_bytes)
         chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise FetchError(f"body larger than {max_bytes} bytes")
-            chunks.append(chunk)
+        async for raw in response.aiter_raw():
+            chunks.extend(decoder.feed(raw))
+        chunks.extend(decoder.finish())
         return Response(
-            url=str(response.url),
             status=200,
             body=b"".join(chunks),
             content_type=response.headers.get("content-type"),
-            etag=response.headers.get("etag"),
-            last_modified=response.headers.get("last-modified"),
-            max_age=max_age(response.headers.get("cache-control")),
+            **common,
         )

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import Coroutine
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -94,14 +97,14 @@ def test_redirects_are_followed_and_loops_stopped(server: LocalServer) -> None:
         run(get(server.url("/a")))
 
 
-def test_host_limiter_caps_concurrency_per_host() -> None:
+def test_host_gate_caps_concurrency_per_host() -> None:
     async def main() -> tuple[int, int]:
-        limiter = fetch.HostLimiter(total=4, per_host=2)
+        gate = fetch.HostGate(total=4, per_host=2)
         active: dict[str, int] = {"a": 0, "b": 0}
         peak: dict[str, int] = {"a": 0, "b": 0}
 
         async def job(host: str) -> None:
-            async with limiter.slot(host):
+            async with gate.slot(host):
                 active[host] += 1
                 peak[host] = max(peak[host], active[host])
                 await asyncio.sleep(0.01)
@@ -111,3 +114,60 @@ def test_host_limiter_caps_concurrency_per_host() -> None:
         return peak["a"], peak["b"]
 
     assert asyncio.run(main()) == (2, 2)
+
+
+def test_host_gate_spaces_requests_to_one_host() -> None:
+    async def main() -> list[float]:
+        gate = fetch.HostGate(total=8, per_host=8, delay=timedelta(seconds=0.2))
+        starts: list[float] = []
+
+        async def job() -> None:
+            async with gate.slot("example.com"):
+                starts.append(time.monotonic())
+
+        await asyncio.gather(*(job() for _ in range(4)))
+        return starts
+
+    starts = asyncio.run(main())
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert all(gap >= 0.19 for gap in gaps), gaps  # never sooner than the delay
+
+
+def test_page_clients_refuse_private_addresses_before_any_request(server: LocalServer) -> None:
+    url = server.set("/admin", "router admin")
+
+    async def main() -> fetch.Response:
+        async with fetch.make_client(timeout=5, concurrency=2, allow_private=False) as client:
+            return await fetch.get(
+                client, url, max_bytes=1000, deadline=5, accept=fetch.PAGE_ACCEPT
+            )
+
+    with pytest.raises(
+        fetch.FetchError, match=r"refused: 127\.0\.0\.1 resolves to a private"
+    ) as error:
+        asyncio.run(main())
+    assert error.value.permanent
+    assert server.hits["/admin"] == 0  # the guard is in the connection: nothing was sent
+
+
+@pytest.mark.parametrize(
+    ("address", "private"),
+    [
+        ("127.0.0.1", True),
+        ("10.1.2.3", True),
+        ("192.168.0.1", True),
+        ("172.16.5.4", True),
+        ("169.254.169.254", True),
+        ("224.0.0.1", True),
+        ("0.0.0.0", True),
+        ("::1", True),
+        ("fe80::1", True),
+        ("fd00::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("93.184.216.34", False),
+        ("2606:2800:220:1:248:1893:25c8:1946", False),
+        ("not-an-ip", True),
+    ],
+)
+def test_private_addresses(address: str, private: bool) -> None:
+    assert fetch.is_private_address(address) is private
