@@ -28,6 +28,7 @@ from feedsync import config as config_module
 
 if TYPE_CHECKING:
     from feedsync.config import Config
+    from feedsync.records import FeedHealth
     from feedsync.storage import Storage
 
 EXIT_OK = 0
@@ -271,6 +272,19 @@ def _short(timestamp: str | None) -> str:
     return f"{timestamp[:10]} {timestamp[11:16]}Z" if timestamp else "never"
 
 
+def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
+    """ok / not polled yet / retrying / FAILING / DISABLED, with the reason."""
+    if not feed.enabled:
+        return f"DISABLED: {feed.disabled_reason}"
+    if feed.error_count >= failing_after:
+        return f"FAILING ({feed.error_count} in a row): {feed.last_error}"
+    if feed.error_count:
+        return f"retrying ({feed.error_count} failed in a row): {feed.last_error}"
+    if feed.last_poll_at is None:
+        return "not polled yet"
+    return "ok"
+
+
 def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     storage = _open(config)
     try:
@@ -284,15 +298,11 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
         origin = " (config)" if feed.origin == "config" else ""
         print(f"[{feed.id}] {feed.title or '(no title yet)'}{origin}")
         print(f"    {feed.url}")
-        if not feed.enabled:
-            health = f"DISABLED: {feed.disabled_reason}"
-        elif feed.error_count:
-            health = f"FAILING ({feed.error_count} in a row): {feed.last_error}"
-        elif feed.last_poll_at is None:
-            health = "not polled yet"
-        else:
-            health = "ok"
-        print(f"    {health}")
+        if feed.moved_from:
+            print(f"    (moved from {feed.moved_from})")
+        print(f"    {feed_health_line(feed, config.poll.failing_after)}")
+        if feed.last_warning and feed.enabled:
+            print(f"    warning: {feed.last_warning}")
         latest = _short(feed.latest_published) if feed.latest_published else "none"
         print(
             f"    last success {_short(feed.last_success_at)} | latest entry {latest} | "

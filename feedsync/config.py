@@ -43,6 +43,18 @@ class PollConfig:
     min_interval: timedelta = timedelta(minutes=10)
     max_interval: timedelta = timedelta(hours=24)
     max_feed_bytes: int = 10 * 1024 * 1024
+    failing_after: int = 3  # failed polls in a row before a feed shows as failing
+
+
+DEFAULT_USER_AGENT = "feedsync/{version} (+https://github.com/feedsync/feedsync)"
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    user_agent: str = DEFAULT_USER_AGENT  # {version} is replaced
+    allow_private: bool = False  # article pages on loopback/private/link-local addresses
+    host_delay: timedelta = timedelta(seconds=1)  # between two requests to one host
+    max_retry_after: timedelta = timedelta(hours=6)  # a longer Retry-After is capped
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ class Config:
     storage: StorageConfig
     poll: PollConfig = field(default_factory=PollConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     feeds: tuple[FeedConfig, ...] = ()
@@ -117,6 +130,18 @@ def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"expected a whole number of at least 1, got {value!r}")
     return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n"):
+        raise ValueError(f"expected one line of text, got {value!r}")
+    return value.strip()
 
 
 def _days(value: Any) -> int:
@@ -171,6 +196,7 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "min_interval": _duration,
         "max_interval": _duration,
         "max_feed_bytes": _size,
+        "failing_after": _positive_int,
     },
     "extract": {
         "max_attempts": _positive_int,
@@ -179,6 +205,12 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "timeout": _duration,
         "max_page_bytes": _size,
         "lease": _duration,
+    },
+    "fetch": {
+        "user_agent": _text,
+        "allow_private": _bool,
+        "host_delay": _duration,
+        "max_retry_after": _duration,
     },
     "retention": {"news_days": _days, "tombstone_days": _days},
     "daemon": {"tick": _duration},
@@ -333,6 +365,7 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         storage=storage,
         poll=poll,
         extract=ExtractConfig(**sections["extract"]),
+        fetch=FetchConfig(**sections["fetch"]),
         retention=retention,
         daemon=daemon,
         feeds=tuple(feeds),

@@ -10,6 +10,7 @@ storage, extract) stay thin, and these rules are tested directly
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from feedsync import timestamps
@@ -162,6 +163,47 @@ def next_poll_at(
         interval = max(interval, hint)
     interval = min(max(interval, min_interval), max_interval)
     return timestamps.to_iso(now + interval * (1 + jitter))
+
+
+HOST_BACKOFF = timedelta(minutes=1)
+
+
+def host_wait(backoff_count: int, retry_after: timedelta | None, cap: timedelta) -> timedelta:
+    """How long a host that answered 429 or 503 is left alone.
+
+    Its Retry-After when it gave one (capped at ``cap``: a server must not silence a feed
+    for a year), else a backoff of one minute doubling with each refusal in a row.
+    """
+    if retry_after is not None:
+        return min(retry_after, cap)
+    return min(HOST_BACKOFF * (1 << min(backoff_count, 30)), cap)
+
+
+@dataclass(frozen=True)
+class RedirectState:
+    move_to: str | None  # change the feed's URL to this now
+    pending: str | None  # a 301 target seen, not yet trusted
+    seen: int  # on how many polls in a row
+
+
+def redirect(
+    current: str, pending: str | None, seen: int, moved_to: str | None, by_308: bool
+) -> RedirectState:
+    """What a feed response that came through permanent redirects does to the feed's URL.
+
+    Called only for responses that really are the feed (parsed, or 304): captive portals
+    answer 301 to everything, with a login page. A 308 moves the feed at once; a 301 only
+    once the same target was seen on two polls in a row. A poll without a redirect
+    forgets a pending one.
+    """
+    if moved_to is None or moved_to == current:
+        return RedirectState(None, None, 0)
+    if by_308:
+        return RedirectState(moved_to, None, 0)
+    count = seen + 1 if pending == moved_to else 1
+    if count >= 2:
+        return RedirectState(moved_to, None, 0)
+    return RedirectState(None, moved_to, count)
 
 
 def article_published(

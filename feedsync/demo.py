@@ -10,10 +10,11 @@ second pass that costs three 304s and nothing else.
 from __future__ import annotations
 
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from feedsync.config import Config, ExtractConfig, StorageConfig
+from feedsync.config import Config, ExtractConfig, FetchConfig, StorageConfig
 from feedsync.localserver import LocalServer
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
@@ -55,6 +56,8 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
         config = Config(
             storage=StorageConfig(db=db, snapshot=None),
             extract=ExtractConfig(workers=2),
+            # the sample site is our own, on loopback: no need to space requests out
+            fetch=FetchConfig(host_delay=timedelta(0)),
         )
         storage = open_storage(config.storage)
         try:

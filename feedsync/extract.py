@@ -15,8 +15,10 @@ The worker side is :func:`extract_html`; it returns a picklable :class:`Article`
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import multiprocessing
+import re
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -86,13 +88,47 @@ def _page_language(tree: Any) -> str | None:
     return lang.strip().replace("_", "-").split(",")[0][:35]
 
 
-def extract_html(html: bytes, url: str, timeout: float) -> Article:
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE
+)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+
+
+def page_encoding(body: bytes, content_type: str | None) -> str | None:
+    """The encoding to decode a page with, or None to leave it to trafilatura's detection.
+
+    Valid UTF-8 is UTF-8 (the commonest mislabel is UTF-8 served as ISO-8859-1). Otherwise
+    the charsets the page declares in <meta> (its author's word), then the server's
+    Content-Type charset (often a server default), each only if the bytes decode with it
+    without error; with none declared, trafilatura guesses from the bytes.
+    """
+    try:
+        body.decode("utf-8")
+        return None  # trafilatura takes the UTF-8 path itself
+    except UnicodeDecodeError:
+        pass
+    declared = [m.decode("ascii", "replace") for m in _META_CHARSET.findall(body[:8192])]
+    if content_type:
+        declared += _HEADER_CHARSET.findall(content_type)
+    for name in declared:
+        try:
+            codec = codecs.lookup(name).name
+            body.decode(codec)
+        except (LookupError, UnicodeDecodeError):
+            continue
+        return codec
+    return None
+
+
+def extract_html(html: bytes, url: str, timeout: float, content_type: str | None = None) -> Article:
     """Extract one page (runs in a worker process). Raises ExtractError."""
     import trafilatura  # here, not at the top: only workers pay for it
 
+    encoding = page_encoding(html, content_type)
+    page: bytes | str = html.decode(encoding) if encoding else html
     try:
         with _deadline(timeout):
-            tree = trafilatura.load_html(html)
+            tree = trafilatura.load_html(page)
             if tree is None:
                 raise ExtractError("not a parseable HTML page")
             language = _page_language(tree)
@@ -152,9 +188,9 @@ class Extractor:
             )
         return self._pool
 
-    async def extract(self, html: bytes, url: str) -> Article:
+    async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
         pool = self._ensure_pool()
-        future = pool.submit(extract_html, html, url, self._timeout)
+        future = pool.submit(extract_html, html, url, self._timeout, content_type)
         try:
             # The worker stops itself at the timeout; the margin covers a worker that
             # cannot (stuck inside C code), which is then killed with its pool.

@@ -10,13 +10,14 @@ that is not a feed at all raises :class:`NotAFeed` with a one-line reason.
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import feedparser
 
-from feedsync.canonical import canonical_url
+from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.records import Entry, ParsedFeed
 
@@ -41,21 +42,34 @@ def _text(value: Any) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 
-def normalise_entry(
-    raw: dict[str, Any], base_url: str, fetched_at: datetime, feed_url: str | None = None
-) -> Entry | None:
-    """One feedparser entry in feedsync's form, or None when it has no usable link or title.
+def skip_reason(
+    raw: dict[str, Any], base_url: str, feed_url: str | None = None
+) -> tuple[str, str] | str:
+    """(canonical URL, title) of a usable entry, or why it is skipped (one short phrase).
 
     A link that resolves to the feed itself (``<link></link>``, ``#``; ``feed_url`` is the
-    feed's canonical URL) is no article.
+    feed's canonical URL) is no article; URLs and titles of absurd length are refused.
     """
     link = raw.get("link")
-    url = canonical_url(link, base_url) if isinstance(link, str) else None
+    if not isinstance(link, str) or not link.strip():
+        return "no link"
+    if len(link) > MAX_URL_LENGTH:
+        return "URL too long"
+    url = canonical_url(link, base_url)
+    if url is None:
+        return "not an http(s) link"
+    if url == feed_url:
+        return "links to the feed itself"
     title = _text(raw.get("title"))
-    if not url or url == feed_url:
-        return None
-    if not title or len(title) > MAX_TITLE_CHARS:
-        return None
+    if not title:
+        return "no title"
+    if len(title) > MAX_TITLE_CHARS:
+        return "title too long"
+    return url, title
+
+
+def _entry(raw: dict[str, Any], url: str, title: str, fetched_at: datetime) -> Entry:
+    """A usable entry (see :func:`skip_reason`) in feedsync's form."""
     # dict.get: FeedParserDict.get("published_parsed") silently answers with
     # updated_parsed (and a DeprecationWarning); the fallback is ours to make.
     raw_date = _struct_to_datetime(dict.get(raw, "published_parsed")) or _struct_to_datetime(
@@ -74,6 +88,30 @@ def normalise_entry(
     )
 
 
+_XML_DECLARATION = re.compile(rb"^\s*(?:\xef\xbb\xbf)?<\?xml.*?\?>", re.DOTALL)
+
+
+def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
+    """feedparser.parse, which itself crashes on some garbage in an XML declaration (a
+    non-UTF-8 byte or a NUL in the encoding name, found by the fuzz test). Such a feed
+    gets a second chance without its declaration; if feedparser still cannot cope, the
+    document is refused with the reason."""
+    headers = {"content-location": url}
+    if content_type:
+        headers["content-type"] = content_type
+    try:
+        return feedparser.parse(body, response_headers=headers)
+    except Exception as first:  # feedparser's own bug on hostile input
+        stripped = _XML_DECLARATION.sub(b"", body, count=1)
+        if stripped != body:
+            try:
+                return feedparser.parse(stripped, response_headers=headers)
+            except Exception:
+                pass
+        reason = f"{type(first).__name__}: {first}".splitlines()[0][:200]
+        raise NotAFeed(f"unreadable ({reason})") from None
+
+
 def parse_feed(
     body: bytes,
     url: str,
@@ -85,10 +123,7 @@ def parse_feed(
     Malformed XML that feedparser can still read ("bozo") yields the entries it could
     read; the complaint is kept in ``ParsedFeed.problem``.
     """
-    headers = {"content-location": url}
-    if content_type:
-        headers["content-type"] = content_type
-    result = feedparser.parse(body, response_headers=headers)
+    result = _feedparser(body, url, content_type)
     problem = None
     if result.get("bozo"):
         exc = result.get("bozo_exception")
@@ -105,14 +140,14 @@ def parse_feed(
             raise NotAFeed(f"malformed feed, no entry readable ({problem})")
 
     entries: list[Entry] = []
-    skipped = 0
+    reasons: list[str] = []
     feed_url = canonical_url(url)
     for raw in raw_entries:
-        entry = normalise_entry(raw, url, fetched_at, feed_url)
-        if entry is None:
-            skipped += 1
+        usable = skip_reason(raw, url, feed_url)
+        if isinstance(usable, str):
+            reasons.append(usable)
         else:
-            entries.append(entry)
+            entries.append(_entry(raw, *usable, fetched_at))
     channel = result.get("feed", {})
     title = _text(channel.get("title")) or None
     ttl = channel.get("ttl")
@@ -120,7 +155,8 @@ def parse_feed(
     return ParsedFeed(
         title=title,
         entries=tuple(entries),
-        skipped=skipped,
+        skipped=len(reasons),
+        skip_reasons=tuple(reasons),
         problem=problem,
         ttl=timedelta(minutes=minutes) if minutes else None,
     )

@@ -46,7 +46,7 @@ from typing import ParamSpec, TypeVar
 import httpx
 
 from feedsync import decide, fetch, timestamps
-from feedsync.canonical import host_of
+from feedsync.canonical import canonical_url, host_of
 from feedsync.config import Config
 from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
@@ -75,6 +75,7 @@ class _FeedOutcome:
     parsed: bool = False
     not_modified: bool = False
     error: str | None = None
+    note: str | None = None  # worth telling, not an error (the feed moved)
 
 
 class Pass:
@@ -107,6 +108,10 @@ class Pass:
         self.stop = stop
         self.rng = rng or random.Random()
         self.stats = RunStats()
+        self._gate = fetch.HostGate(1, 1)  # the pass's own, set up in _run
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._host_backoff: dict[str, int] = {}  # hosts in a 429/503 backoff: its count
+        self._lan_hosts: dict[str, bool] = {}
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
@@ -177,31 +182,78 @@ class Pass:
             timestamps.to_iso(now - decide.WEEK),
         )
         self.stats.feeds = len(feeds)
-        limiter = fetch.HostLimiter(poll.concurrency, poll.per_host)
-        async with fetch.make_client(poll.timeout.total_seconds(), poll.concurrency) as client:
+        fetching = self.config.fetch
+        self._gate = fetch.HostGate(poll.concurrency, poll.per_host, fetching.host_delay)
+        for host, (not_before, count) in (
+            await self._on_lane(self.storage.hosts_waiting, started_at)
+        ).items():
+            self._host_backoff[host] = count
+            wait = (timestamps.from_iso(not_before) - now).total_seconds()
+            if wait > 0:
+                self._gate.block(host, wait)
+        timeout = poll.timeout.total_seconds()
+
+        def client(allow_private: bool) -> httpx.AsyncClient:
+            return fetch.make_client(
+                timeout, poll.concurrency, allow_private=allow_private, agent=fetching.user_agent
+            )
+
+        # feeds are the owner's choice (the LAN too); article pages only when allowed
+        async with (
+            client(True) as feeds_client,
+            client(fetching.allow_private) as pages,
+            client(True) as lan_pages,
+        ):
+            self._clients = {"feeds": feeds_client, "pages": pages, "lan_pages": lan_pages}
             self.progress.start_feeds(len(feeds))
             # Bodies waiting for the parser count against the same bound as downloads,
             # so at most `concurrency` feed documents are in memory at once.
             in_memory = asyncio.Semaphore(poll.concurrency)
-            await asyncio.gather(*(self._poll(f, client, limiter, in_memory) for f in feeds))
+            await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
             self.progress.start_articles()
-            await self._drain_queue(client, limiter, due_before=started_at)
+            await self._drain_queue(due_before=started_at)
+
+    # ------------------------------------------------------------ hosts
+
+    async def _host_refused(self, host: str, error: fetch.FetchError) -> timedelta:
+        """429/503: leave the host alone (Retry-After, capped, or doubling), in this pass
+        and, through the database, in every other process."""
+        count = self._host_backoff.get(host, 0)
+        wait = decide.host_wait(count, error.retry_after, self.config.fetch.max_retry_after)
+        self._gate.block(host, wait.total_seconds())
+        self._host_backoff[host] = count + 1
+        until = timestamps.to_iso(self.clock() + wait)
+        await self._on_lane(self.storage.host_wait, host, until, count + 1, str(error))
+        return wait
+
+    async def _host_answered(self, host: str) -> None:
+        if self._host_backoff.pop(host, None) is not None:
+            await self._on_lane(self.storage.host_clear, host)
+
+    async def _on_lan(self, feed_urls: tuple[str, ...]) -> bool:
+        """Whether one of an article's feeds is on a private address (cached per pass)."""
+        for url in feed_urls:
+            host = host_of(url)
+            if host not in self._lan_hosts:
+                self._lan_hosts[host] = await fetch.host_is_private(host)
+            if self._lan_hosts[host]:
+                return True
+        return False
 
     # ------------------------------------------------------------ stages 1-2
 
-    async def _poll(
-        self,
-        feed: Feed,
-        client: httpx.AsyncClient,
-        limiter: fetch.HostLimiter,
-        in_memory: asyncio.Semaphore,
-    ) -> None:
+    async def _poll(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
         poll = self.config.poll
+        host = host_of(feed.url)
+        if self._gate.blocked(host):  # it asked us to wait: not even a conditional GET
+            self.stats.deferred += 1
+            self.progress.feed_done(0)
+            return
         async with in_memory:
             try:
-                async with limiter.slot(host_of(feed.url)):
+                async with self._gate.slot(host):
                     response = await fetch.get(
-                        client,
+                        self._clients["feeds"],
                         feed.url,
                         max_bytes=poll.max_feed_bytes,
                         deadline=poll.timeout.total_seconds(),
@@ -210,9 +262,20 @@ class Pass:
                         last_modified=feed.last_modified,
                     )
             except fetch.FetchError as exc:
-                outcome = _FeedOutcome(error=str(exc))
-                await self._on_lane(self._record_failure, feed, str(exc), exc.retry_after)
+                hint = exc.retry_after
+                if exc.host_busy:
+                    hint = await self._host_refused(host, exc)
+                if exc.status == 410:
+                    reason = f"{exc}: the publisher removed this feed"
+                    await self._on_lane(
+                        self.storage.disable_feed, feed.id, reason, timestamps.to_iso(self.clock())
+                    )
+                    outcome = _FeedOutcome(error=f"{reason} (disabled)")
+                else:
+                    await self._on_lane(self._record_failure, feed, str(exc), hint)
+                    outcome = _FeedOutcome(error=str(exc))
             else:
+                await self._host_answered(host)
                 outcome = await self._on_lane(self._stage_feed, feed, response)
         self._count_feed(feed, outcome)
 
@@ -228,6 +291,8 @@ class Pass:
         if outcome.error:
             s.feed_errors += 1
             self._problem(f"feed {feed.url}: {outcome.error}", feed.url)
+        if outcome.note:
+            self.progress.problem(f"feed {feed.url}: {outcome.note}", feed.url)
         self.progress.feed_done(outcome.staged)
 
     def _next_poll_at(
@@ -254,6 +319,23 @@ class Pass:
             self._next_poll_at(feed, now, ok=False, hint=hint),
         )
 
+    def _follow_redirect(self, feed: Feed, response: fetch.Response) -> str | None:
+        """Runs on the lane: a feed that answered through permanent redirects moves (308 at
+        once, 301 on the second poll in a row: decide.redirect). Returns a note."""
+        moved_to = canonical_url(response.moved_to) if response.moved_to else None
+        state = decide.redirect(
+            feed.url, feed.redirect_to, feed.redirect_seen, moved_to, response.moved_by_308
+        )
+        if state == decide.RedirectState(None, feed.redirect_to, feed.redirect_seen):
+            return None  # nothing new to write
+        trouble = self.storage.record_redirect(feed.id, state)
+        if trouble:
+            return f"cannot follow its move: {trouble}; disabled"
+        if state.move_to:
+            how = "308" if response.moved_by_308 else "301, seen twice"
+            return f"moved permanently to {state.move_to} ({how}): the feed now uses it"
+        return None
+
     def _stage_feed(self, feed: Feed, response: fetch.Response) -> _FeedOutcome:
         """Runs on the lane: parse, decide, stage in one transaction."""
         fetched_at = self.clock()
@@ -266,7 +348,7 @@ class Pass:
                 now,
                 self._next_poll_at(feed, fetched_at, ok=True, hint=response.max_age),
             )
-            return _FeedOutcome(not_modified=True)
+            return _FeedOutcome(not_modified=True, note=self._follow_redirect(feed, response))
         try:
             parsed = parse_feed(response.body, response.url, fetched_at, response.content_type)
         except NotAFeed as exc:
@@ -276,12 +358,14 @@ class Pass:
             reason = f"cannot parse: {type(exc).__name__}: {exc}".splitlines()[0][:300]
             self._record_failure(feed, reason)
             return _FeedOutcome(error=reason)
+        note = self._follow_redirect(feed, response)  # only now: it really is a feed
         chosen = decide.candidates(parsed.entries, feed.latest_published, self.config.poll.lookback)
         intent = StageIntent(
             feed_id=feed.id,
             polled_at=now,
             entries=chosen,
             newest_published=decide.newest_published(chosen),
+            warning=parsed.warning,
             feed_title=parsed.title,
             etag=response.etag,
             last_modified=response.last_modified,
@@ -298,13 +382,12 @@ class Pass:
             skipped=parsed.skipped,
             candidates=len(chosen),
             parsed=True,
+            note=note,
         )
 
     # ------------------------------------------------------------ stage 3
 
-    async def _drain_queue(
-        self, client: httpx.AsyncClient, limiter: fetch.HostLimiter, due_before: str
-    ) -> None:
+    async def _drain_queue(self, due_before: str) -> None:
         """Claim and extract queue rows until none is left for this pass.
 
         At most ``concurrency`` articles are in work at once, and at most that many more
@@ -337,21 +420,26 @@ class Pass:
                 if not pending:
                     break
                 job = pending.popleft()
-                running.add(asyncio.create_task(self._extract(job, client, limiter)))
+                running.add(asyncio.create_task(self._extract(job)))
             if not running:
                 return
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a bug in _extract must surface, not vanish
 
-    async def _extract(
-        self, job: ArticleJob, client: httpx.AsyncClient, limiter: fetch.HostLimiter
-    ) -> None:
+    async def _extract(self, job: ArticleJob) -> None:
         config = self.config
+        host = host_of(job.url)
+        if self._gate.blocked(host):  # the host asked us to wait: later, no attempt spent
+            await self._on_lane(self.storage.release_job, job.id, self.owner)
+            self.stats.deferred += 1
+            self.progress.article_done()
+            return
+        lan = config.fetch.allow_private or await self._on_lan(job.feed_urls)
         try:
-            async with limiter.slot(host_of(job.url)):
+            async with self._gate.slot(host):
                 page = await fetch.get(
-                    client,
+                    self._clients["lan_pages" if lan else "pages"],
                     job.url,
                     max_bytes=config.extract.max_page_bytes,
                     deadline=config.poll.timeout.total_seconds(),
@@ -359,11 +447,19 @@ class Pass:
                 )
             kind = (page.content_type or "text/html").split(";")[0].strip().lower()
             if kind not in HTML_TYPES:
-                raise ExtractError(f"not an HTML page ({kind})", permanent=True)
-            article = await self._extractor.extract(page.body, page.url)
-        except (fetch.FetchError, ExtractError) as exc:
+                raise ExtractError(f"not an HTML page ({kind}): skipped", permanent=True)
+            article = await self._extractor.extract(page.body, page.url, page.content_type)
+        except fetch.FetchError as exc:
+            if exc.host_busy:
+                await self._host_refused(host, exc)
+                await self._on_lane(self.storage.release_job, job.id, self.owner)
+                self.stats.deferred += 1
+            else:
+                await self._record_extract_failure(job, str(exc), exc.permanent)
+        except ExtractError as exc:
             await self._record_extract_failure(job, str(exc), exc.permanent)
         else:
+            await self._host_answered(host)
             now = self.clock()
             article = replace(article, author=job.author or article.author)
             published = decide.article_published(job.published, article.date, now)

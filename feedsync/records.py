@@ -24,6 +24,8 @@ class Feed:
     polled_before: bool = False
     recent_entries: int = 0  # entries dated (or first seen) within the last week
     recent_oldest: str | None = None  # the oldest of those
+    redirect_to: str | None = None  # a 301 target seen but not yet trusted
+    redirect_seen: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,21 @@ class ParsedFeed:
     skipped: int = 0  # entries without a usable link or title
     problem: str | None = None  # feedparser's complaint about malformed XML, if any
     ttl: timedelta | None = None  # RSS <ttl>: "do not poll again before"
+    skip_reasons: tuple[str, ...] = ()  # one per skipped entry: "no link", "title too long"
+
+    @property
+    def warning(self) -> str | None:
+        """A line for ``feeds.last_warning``: what was wrong but not fatal."""
+        parts = []
+        if self.problem:
+            parts.append(f"malformed: {self.problem}")
+        if self.skip_reasons:
+            counts: dict[str, int] = {}
+            for reason in self.skip_reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+            listed = ", ".join(f"{r} ({n})" for r, n in sorted(counts.items()))
+            parts.append(f"{len(self.skip_reasons)} entries skipped: {listed}")
+        return "; ".join(parts) or None
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,7 @@ class StageIntent:
     polled_at: str
     entries: tuple[Entry, ...]
     newest_published: str  # '' when no candidate has a date: latest_published stays
+    warning: str | None  # the parse's warning, stored on the feed (None: all fine)
     feed_title: str | None
     etag: str | None
     last_modified: str | None
@@ -86,6 +104,7 @@ class ArticleJob:
     published: str | None
     author: str | None
     attempts: int
+    feed_urls: tuple[str, ...] = ()  # the feeds that carry it (may one be on the LAN?)
 
 
 @dataclass(frozen=True)
@@ -127,6 +146,8 @@ class FeedHealth:
     error_count: int
     last_error: str | None
     entries: int
+    last_warning: str | None = None
+    moved_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +207,7 @@ class RunStats:
     extracted: int = 0
     extract_failed: int = 0
     gone: int = 0
+    deferred: int = 0  # feeds and articles left for later: their host asked us to wait
     snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None
     stopped: bool = False  # the pass was asked to stop (SIGTERM) and ended early
     errors: list[str] = field(default_factory=list)

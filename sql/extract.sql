@@ -20,6 +20,11 @@ UPDATE news_summary
          LIMIT :limit)
 RETURNING id, url, title, published, author, attempts;
 
+-- name: extract_feeds_of
+-- The feeds that carry a claimed row: may its page be on the LAN (one of them is)?
+SELECT f.url FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
+ WHERE fe.summary_id = :id;
+
 -- name: extract_save
 -- The article, once; feed_title is the title of the first feed that carried it.
 INSERT OR IGNORE INTO news
@@ -58,4 +63,9 @@ UPDATE news_summary
        last_error = :error,
        lease_owner = NULL,
        lease_until = NULL
+ WHERE id = :id AND lease_owner = :owner;
+
+-- name: extract_release_one
+-- A claimed row left for later without an attempt (its host asked us to wait).
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL
  WHERE id = :id AND lease_owner = :owner;

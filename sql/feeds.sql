@@ -9,10 +9,14 @@ ON CONFLICT (url) DO NOTHING
 RETURNING id;
 
 -- name: feed_by_url
-SELECT id, url, origin, enabled, disabled_reason FROM feeds WHERE url = :url;
+-- By its URL, or by the URL it was added under before it moved (301/308).
+SELECT id, url, origin, enabled, disabled_reason FROM feeds
+ WHERE url = :url OR moved_from = :url
+ ORDER BY url = :url DESC
+ LIMIT 1;
 
 -- name: feeds_by_origin
-SELECT id, url, enabled, disabled_reason FROM feeds WHERE origin = :origin;
+SELECT id, url, moved_from, enabled, disabled_reason FROM feeds WHERE origin = :origin;
 
 -- name: feed_adopt_for_config
 -- A feed that is (again) in the config file: owned by the config, and enabled again if
@@ -22,7 +26,7 @@ UPDATE feeds
        enabled = CASE WHEN disabled_reason = :left_config THEN 1 ELSE enabled END,
        disabled_reason = CASE WHEN disabled_reason = :left_config THEN NULL
                               ELSE disabled_reason END
- WHERE url = :url;
+ WHERE id = :id;
 
 -- name: feed_disable
 UPDATE feeds SET enabled = 0, disabled_reason = :reason WHERE id = :id;
@@ -37,6 +41,7 @@ DELETE FROM feeds WHERE id = :id;
 -- its publishing over the last week (:week_ago), for the adaptive interval
 -- (feedsync/decide.py: next_poll_at).
 SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
+       f.redirect_to, f.redirect_seen,
        f.last_poll_at IS NOT NULL AS polled_before,
        count(s.id) AS recent_entries,
        min(coalesce(s.published, s.first_seen_at)) AS recent_oldest
@@ -51,7 +56,8 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
 
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
-       f.last_poll_at, f.last_success_at, f.error_count, f.last_error,
+       f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
+       f.moved_from,
        (SELECT count(*) FROM feed_entries AS fe WHERE fe.feed_id = f.id) AS entries
   FROM feeds AS f
  ORDER BY f.id;

@@ -21,3 +21,42 @@ UPDATE feeds
        error_count = error_count + 1,
        last_error = :error
  WHERE id = :feed_id;
+
+-- name: poll_disable
+-- 410 Gone: the publisher removed the feed. Disabled with the reason (feedsync feeds shows
+-- it), never deleted: its articles stay.
+UPDATE feeds
+   SET enabled = 0,
+       disabled_reason = :reason,
+       last_poll_at = :now,
+       last_error = :reason
+ WHERE id = :feed_id;
+
+-- name: poll_redirect_pending
+UPDATE feeds SET redirect_to = :redirect_to, redirect_seen = :seen WHERE id = :feed_id;
+
+-- name: poll_move
+-- A permanent move: the feed takes its new URL, and remembers the one it was added under
+-- (the config file still names that). OR IGNORE: another feed may already have the URL.
+UPDATE OR IGNORE feeds
+   SET url = :url,
+       moved_from = coalesce(moved_from, url),
+       redirect_to = NULL,
+       redirect_seen = 0
+ WHERE id = :feed_id;
+
+-- name: hosts_waiting
+-- Hosts that asked us to wait and whose time has not come, or whose backoff is running.
+SELECT host, not_before, backoff_count FROM hosts
+ WHERE not_before > :now OR backoff_count > 0;
+
+-- name: host_wait
+INSERT INTO hosts (host, not_before, backoff_count, reason)
+VALUES (:host, :not_before, :backoff_count, :reason)
+ON CONFLICT (host) DO UPDATE
+   SET not_before = max(not_before, excluded.not_before),
+       backoff_count = excluded.backoff_count,
+       reason = excluded.reason;
+
+-- name: host_clear
+DELETE FROM hosts WHERE host = :host;

@@ -34,5 +34,6 @@ UPDATE feeds
        last_success_at = :now,
        next_poll_at = :next_poll_at,
        error_count = 0,
-       last_error = NULL
+       last_error = NULL,
+       last_warning = :warning
  WHERE id = :feed_id;

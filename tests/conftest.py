@@ -115,6 +115,9 @@ class FeedsyncEnv:
         settings: dict[str, dict[str, Any]] = {
             "storage": storage,
             "extract": {"workers": 1, "retry_backoff": "0s"},
+            # every test site is one host (127.0.0.1): no politeness delay, except where
+            # a test measures it
+            "fetch": {"host_delay": "0s"},
         }
         for name, values in self.settings.items():
             settings.setdefault(name, {}).update(values)

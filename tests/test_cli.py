@@ -40,8 +40,9 @@ def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
 def test_feeds_shows_failures_and_disabled_feeds(fs: FeedsyncEnv, site: Site) -> None:
     broken = site.server.set("/broken.xml", "x", status=500)
     kept = site.feed("kept.xml", [])
-    fs.configure([broken, kept])
+    fs.configure([broken, kept], poll={"failing_after": 2})
     fs.run("run")
+    assert "retrying (1 failed in a row): HTTP 500" in fs.run("feeds").stdout
     fs.configure([kept])  # broken leaves the config file
     listing = fs.run("feeds").stdout
     assert "DISABLED: not in the config file any more" in listing

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import re
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import sitegen
 from conftest import corpus_or_skip
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sitegen import Item
 
+from feedsync import decide
 from feedsync.parse import NotAFeed, parse_feed
+from feedsync.records import ParsedFeed, StageIntent
+from feedsync.storage.sqlite import SQLiteStorage
 
 FEED = "https://news.example.com/feeds/world.xml"
 FETCHED = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -209,3 +218,109 @@ def test_corpus_feeds_without_dates_and_with_relative_links() -> None:
     entries = parse_feed(body, "http://intertwingly.net/blog/index.atom", FETCHED, XML).entries
     assert len(entries) == 20
     assert all(e.url.startswith("http://intertwingly.net/blog/") for e in entries)
+
+
+# ---------------------------------------------------------------- parse and stage
+
+
+def _stage(storage: SQLiteStorage, feed_id: int, parsed: ParsedFeed) -> None:
+    chosen = decide.candidates(parsed.entries, "", timedelta(hours=24))
+    storage.stage(
+        StageIntent(
+            feed_id=feed_id,
+            polled_at="2026-11-22T12:00:00Z",
+            entries=chosen,
+            newest_published=decide.newest_published(chosen),
+            warning=parsed.warning,
+            feed_title=parsed.title,
+            etag=None,
+            last_modified=None,
+            next_poll_at="2026-11-22T13:00:00Z",
+            owner="fuzz",
+            lease_until="2026-11-22T12:15:00Z",
+        )
+    )
+
+
+def test_corpus_feeds_stage_with_their_titles(tmp_path: Path) -> None:
+    root = corpus_or_skip()
+    storage = SQLiteStorage.open(tmp_path / "corpus.db")
+    try:
+        for index, item in enumerate(corpus_feeds()):
+            url = f"http://feed{index}.example.com/feed.xml"
+            storage.add_feed(url, "2026-11-22T12:00:00Z")
+            feed_id = next(f.id for f in storage.feeds_to_poll() if f.url == url)
+            try:
+                parsed = parse_feed((root / str(item["file"])).read_bytes(), url, FETCHED, XML)
+            except NotAFeed:
+                continue
+            _stage(storage, feed_id, parsed)
+            with sqlite3.connect(tmp_path / "corpus.db") as conn:
+                stored = set(
+                    conn.execute(
+                        "SELECT s.url, s.title FROM news_summary s JOIN feed_entries fe "
+                        "ON fe.summary_id = s.id WHERE fe.feed_id = ?",
+                        (feed_id,),
+                    )
+                )
+            assert stored == {(e.url, e.title) for e in parsed.entries}, item["file"]
+        with sqlite3.connect(tmp_path / "corpus.db") as conn:
+            titles = {row[0] for row in conn.execute("SELECT title FROM news_summary")}
+        assert {"さだまさし", "Как пережить новогоднюю ночь", "Entry One"} <= titles
+    finally:
+        storage.close()
+
+
+def _mutate(data: bytes, cuts: list[tuple[int, int, bytes]]) -> bytes:
+    out = bytearray(data)
+    for position, length, insert in cuts:
+        at = position % (len(out) + 1)
+        out[at : at + length % 64] = insert
+    return bytes(out)
+
+
+@pytest.fixture(scope="module")
+def fuzz_storage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStorage]:
+    storage = SQLiteStorage.open(tmp_path_factory.mktemp("fuzz") / "fuzz.db")
+    storage.add_feed("http://fuzz.example.com/feed.xml", "2026-11-22T12:00:00Z")
+    yield storage
+    storage.close()
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_mutated_real_feeds_never_break_parse_and_stage(
+    data: st.DataObject, fuzz_storage: SQLiteStorage
+) -> None:
+    root = corpus_or_skip()
+    files = [str(item["file"]) for item in corpus_feeds()]
+    original = (root / data.draw(st.sampled_from(files))).read_bytes()
+    cuts = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, 2**20), st.integers(0, 2**10), st.binary(max_size=40)),
+            max_size=6,
+        )
+    )
+    body = _mutate(original, cuts)
+    if data.draw(st.booleans()):
+        body = body[: data.draw(st.integers(0, len(body)))]
+    try:
+        parsed = parse_feed(
+            body,
+            "http://fuzz.example.com/feed.xml",
+            FETCHED,
+            data.draw(st.sampled_from([XML, None, "text/html"])),
+        )
+    except NotAFeed:
+        return
+    for entry in parsed.entries:  # what staging will accept, the schema will too
+        assert entry.url.startswith(("http://", "https://")) and len(entry.url) <= 4096
+        assert entry.title and len(entry.title) <= 1000
+        assert entry.published is None or re.fullmatch(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.published
+        )
+    _stage(fuzz_storage, fuzz_storage.feeds_to_poll()[0].id, parsed)

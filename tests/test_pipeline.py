@@ -166,7 +166,7 @@ def test_failing_article_is_retried_on_a_later_run(fs: FeedsyncEnv, site: Site) 
 
 
 def test_article_that_keeps_failing_is_given_up_as_gone(fs: FeedsyncEnv, site: Site) -> None:
-    feed = site.feed("f.xml", [Item("Broken page", site.page("broken", status=503), hours(1))])
+    feed = site.feed("f.xml", [Item("Broken page", site.page("broken", status=500), hours(1))])
     fs.configure([feed], extract={"max_attempts": 3})
 
     states = []
@@ -176,7 +176,7 @@ def test_article_that_keeps_failing_is_given_up_as_gone(fs: FeedsyncEnv, site: S
 
     assert states == [("failed", 1), ("failed", 2), ("gone", 3), ("gone", 3)]
     assert site.hits("/articles/broken") == 3  # never asked again once gone
-    assert "HTTP 503" in fs.scalar("SELECT last_error FROM news_summary")
+    assert "HTTP 500" in fs.scalar("SELECT last_error FROM news_summary")
 
 
 def test_retry_waits_for_its_backoff(fs: FeedsyncEnv, site: Site) -> None:

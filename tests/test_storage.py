@@ -40,6 +40,7 @@ def intent(
         polled_at=now,
         entries=tuple(entries),
         newest_published=newest,
+        warning=None,
         feed_title="Feed",
         etag='"v1"',
         last_modified=None,
@@ -106,25 +107,31 @@ def test_migrations_run_once_in_order(tmp_path: Path, monkeypatch: pytest.Monkey
     assert conn.execute("SELECT notes FROM feeds").fetchone() == ("new",)
 
 
-def test_a_version_1_database_is_upgraded_in_place(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
+    # a database as the first release left it: schema.sql only, with data in it
     path = tmp_path / "v1.db"
-    with monkeypatch.context() as patch:
-        patch.setattr(sqlite_module, "schema_steps", lambda: schema_steps()[:1])
-        old = SQLiteStorage.open(path)
-        fid = feed_id(old)
-        old.stage(intent(fid, [entry(1, T0)], newest=T0))
-        old.close()
+    v1 = schema_steps()[0][1].read_text()
+    with sqlite3.connect(path) as conn:
+        conn.executescript(v1 + "PRAGMA user_version = 1;")
+        conn.execute("INSERT INTO feeds (url, added_at) VALUES ('https://e.com/f', ?)", (T0,))
+        conn.execute(
+            "INSERT INTO news_summary (url, title, published, first_seen_at) "
+            "VALUES ('https://e.com/1', 'Story 1', ?, ?)",
+            (T0, T0),
+        )
+        conn.execute("INSERT INTO feed_entries VALUES (1, 1, ?)", (T0,))
     storage = SQLiteStorage.open(path)
     try:
         assert storage.counts()["entries"] == 1  # kept
+        fid = storage.feeds_to_poll()[0].id
         before = storage._meta()["content_version"]
         storage.stage(intent(fid, [entry(2, LATER)], newest=LATER))
         assert int(storage._meta()["content_version"]) > int(before)
+        assert storage.counts()["entries"] == 2
     finally:
         storage.close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == len(schema_steps())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(schema_steps())
 
 
 def test_a_database_from_a_newer_feedsync_is_refused(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from feedsync.config import StorageConfig
+from feedsync.decide import RedirectState
 from feedsync.records import (
     Article,
     ArticleJob,
@@ -82,6 +83,27 @@ class Storage(Protocol):
         self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
     ) -> list[ArticleJob]:
         """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        ...
+
+    def disable_feed(self, feed_id: int, reason: str, now: str) -> None:
+        """Stop polling a feed (410 Gone), keeping it and its articles, with the reason."""
+        ...
+
+    def record_redirect(self, feed_id: int, state: RedirectState) -> str | None:
+        """Apply ``decide.redirect``: move the feed, or remember a pending 301. Returns a
+        reason when the move could not be made (the target is another feed already)."""
+        ...
+
+    def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
+        """Hosts that asked to be left alone (429/503): host -> (not_before, backoff)."""
+        ...
+
+    def host_wait(self, host: str, not_before: str, backoff_count: int, reason: str) -> None: ...
+
+    def host_clear(self, host: str) -> None: ...
+
+    def release_job(self, job_id: int, owner: str) -> None:
+        """Give back one claimed row without spending an attempt."""
         ...
 
     def release_leases(self, owner: str) -> None:

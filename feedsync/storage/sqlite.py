@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from feedsync.decide import RedirectState
 from feedsync.records import (
     Article,
     ArticleJob,
@@ -216,13 +217,16 @@ class SQLiteStorage:
         def work(conn: sqlite3.Connection) -> list[str]:
             added = []
             for url in wanted:
-                if self._exec(conn, "feed_insert", url=url, origin="config", now=now).fetchone():
+                row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
+                if row is None:
+                    self._exec(conn, "feed_insert", url=url, origin="config", now=now)
                     added.append(url)
                 else:
-                    self._exec(conn, "feed_adopt_for_config", url=url, left_config=LEFT_CONFIG)
+                    self._exec(conn, "feed_adopt_for_config", id=row["id"], left_config=LEFT_CONFIG)
             keep = set(wanted)
             for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
-                if row["url"] not in keep and row["enabled"]:
+                listed = row["url"] in keep or row["moved_from"] in keep
+                if not listed and row["enabled"]:
                     self._exec(conn, "feed_disable", id=row["id"], reason=LEFT_CONFIG)
             return added
 
@@ -261,6 +265,8 @@ class SQLiteStorage:
                 error_count=r["error_count"],
                 last_error=r["last_error"],
                 entries=r["entries"],
+                last_warning=r["last_warning"],
+                moved_from=r["moved_from"],
             )
             for r in self._read("feed_health")
         ]
@@ -277,6 +283,8 @@ class SQLiteStorage:
                 polled_before=bool(r["polled_before"]),
                 recent_entries=r["recent_entries"],
                 recent_oldest=r["recent_oldest"],
+                redirect_to=r["redirect_to"],
+                redirect_seen=r["redirect_seen"],
             )
             for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
         ]
@@ -330,6 +338,7 @@ class SQLiteStorage:
                 last_modified=intent.last_modified,
                 now=intent.polled_at,
                 next_poll_at=intent.next_poll_at,
+                warning=intent.warning,
             )
             return StageResult(created_ids=tuple(created), linked=linked)
 
@@ -372,8 +381,8 @@ class SQLiteStorage:
     def claim_articles(
         self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
     ) -> list[ArticleJob]:
-        rows = self._write(
-            lambda conn: self._exec(
+        def work(conn: sqlite3.Connection) -> list[ArticleJob]:
+            rows = self._exec(
                 conn,
                 "extract_claim",
                 owner=owner,
@@ -383,19 +392,70 @@ class SQLiteStorage:
                 lease_until=lease_until,
                 limit=limit,
             ).fetchall()
+            return [
+                ArticleJob(
+                    id=r["id"],
+                    url=r["url"],
+                    title=r["title"],
+                    published=r["published"],
+                    author=r["author"],
+                    attempts=r["attempts"],
+                    feed_urls=tuple(
+                        f["url"] for f in self._exec(conn, "extract_feeds_of", id=r["id"])
+                    ),
+                )
+                for r in rows
+            ]
+
+        return sorted(self._write(work), key=lambda job: job.id)
+
+    def disable_feed(self, feed_id: int, reason: str, now: str) -> None:
+        self._write(
+            lambda conn: self._exec(conn, "poll_disable", feed_id=feed_id, reason=reason, now=now)
         )
-        jobs = [
-            ArticleJob(
-                id=r["id"],
-                url=r["url"],
-                title=r["title"],
-                published=r["published"],
-                author=r["author"],
-                attempts=r["attempts"],
+
+    def record_redirect(self, feed_id: int, state: RedirectState) -> str | None:
+        def work(conn: sqlite3.Connection) -> str | None:
+            if state.move_to is None:
+                self._exec(
+                    conn,
+                    "poll_redirect_pending",
+                    feed_id=feed_id,
+                    redirect_to=state.pending,
+                    seen=state.seen,
+                )
+                return None
+            if self._exec(conn, "poll_move", feed_id=feed_id, url=state.move_to).rowcount:
+                return None
+            reason = f"moved to {state.move_to}, which is already in the list as another feed"
+            self._exec(conn, "feed_disable", id=feed_id, reason=reason)
+            return reason
+
+        return self._write(work)
+
+    def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
+        return {
+            r["host"]: (r["not_before"], r["backoff_count"])
+            for r in self._read("hosts_waiting", now=now)
+        }
+
+    def host_wait(self, host: str, not_before: str, backoff_count: int, reason: str) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "host_wait",
+                host=host,
+                not_before=not_before,
+                backoff_count=backoff_count,
+                reason=reason,
             )
-            for r in rows
-        ]
-        return sorted(jobs, key=lambda job: job.id)
+        )
+
+    def host_clear(self, host: str) -> None:
+        self._write(lambda conn: self._exec(conn, "host_clear", host=host))
+
+    def release_job(self, job_id: int, owner: str) -> None:
+        self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
 
     def release_leases(self, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "extract_release", owner=owner))

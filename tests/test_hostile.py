@@ -1,0 +1,390 @@
+"""Hostile and impolite servers: each case asserts what is recorded, that time and memory
+stay bounded (measured here, in the process that runs the pass), and that the other feeds
+of the same pass still land.
+
+The pass runs in-process so that tracemalloc and the clock see it. Two host names reach
+the one loopback server: 127.0.0.1 for the well-behaved site, `localhost` where a test
+needs a second host (politeness is per host name).
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import time
+import tracemalloc
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import hostile
+import pytest
+import sitegen
+from conftest import Site
+from sitegen import Item
+
+from feedsync import config as config_module
+from feedsync import fetch
+from feedsync.pipeline import Pass
+from feedsync.progress import PlainProgress
+from feedsync.records import RunStats
+from feedsync.storage import open_storage
+
+MB = 1_000_000
+TOO_LARGE = "body larger than 1000000 bytes (after decompression)"
+
+
+@dataclass
+class Outcome:
+    stats: RunStats
+    seconds: float
+    peak_bytes: int
+    db: Path
+    stderr: str
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(self.db) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def feed(self, url: str) -> dict[str, Any]:
+        with sqlite3.connect(self.db) as conn:
+            conn.row_factory = sqlite3.Row
+            row = conn.execute(
+                "SELECT * FROM feeds WHERE url = ? OR moved_from = ?", (url, url)
+            ).fetchone()
+            return dict(row)
+
+    def titles(self) -> set[str]:
+        return {row[0] for row in self.query("SELECT title FROM news")}
+
+
+class World:
+    """A good feed on 127.0.0.1 plus whatever hostile feeds a test adds."""
+
+    def __init__(self, site: Site, tmp_path: Path):
+        self.site = site
+        self.db = tmp_path / "data" / "feedsync.db"
+        self.good = site.feed("good.xml", [Item("Good story", site.page("good-story"))])
+
+    def run(self, *feeds: str, **sections: dict[str, Any]) -> Outcome:
+        raw: dict[str, Any] = {
+            "storage": {"db": str(self.db)},
+            "poll": {"timeout": "2s", "max_feed_bytes": "1MB"},
+            "extract": {"workers": 1, "retry_backoff": "0s", "max_page_bytes": "1MB"},
+            "fetch": {"host_delay": "0s"},
+            "feeds": [{"url": url} for url in (self.good, *feeds)],
+        }
+        for name, values in sections.items():
+            raw.setdefault(name, {}).update(values)
+        config = config_module.from_dict(raw)
+        storage = open_storage(config.storage)
+        err = io.StringIO()
+        try:
+            storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
+            tracemalloc.start()
+            started = time.monotonic()
+            stats = Pass(config, storage, PlainProgress(out=io.StringIO(), err=err)).run()
+            seconds = time.monotonic() - started
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            storage.close()
+        return Outcome(stats, seconds, peak, self.db, err.getvalue())
+
+
+@pytest.fixture
+def world(site: Site, tmp_path: Path) -> World:
+    return World(site, tmp_path)
+
+
+def other_host(url: str) -> str:
+    """The same server under a second host name."""
+    return url.replace("127.0.0.1", "localhost")
+
+
+# ---------------------------------------------------------------- broken transfers
+
+
+def test_a_trickling_server_is_cut_at_the_deadline(world: World, site: Site) -> None:
+    slow = site.server.set("/slow.xml", b"", handler=hostile.trickle())
+    done = world.run(slow)
+    assert done.feed(slow)["last_error"] == "timed out after 2s"
+    assert done.seconds < 10
+    assert "Good story" in done.titles()
+
+
+def test_an_endless_body_stops_at_the_cap(world: World, site: Site) -> None:
+    endless = site.server.set("/endless.xml", b"", handler=hostile.endless)
+    done = world.run(endless)
+    assert done.feed(endless)["last_error"] == TOO_LARGE
+    assert done.peak_bytes < 16 * MB, done.peak_bytes
+    assert done.seconds < 20
+    assert "Good story" in done.titles()
+
+
+def test_a_gzip_bomb_stops_at_the_cap_without_inflating(world: World, site: Site) -> None:
+    bomb = site.server.set("/bomb.xml", b"", handler=hostile.gzip_bomb)
+    done = world.run(bomb)  # 200 MB of zeros once decompressed
+    assert done.feed(bomb)["last_error"] == TOO_LARGE
+    assert done.peak_bytes < 16 * MB, done.peak_bytes
+    assert "Good story" in done.titles()
+
+
+def test_a_wrong_content_length_and_a_reset_are_broken_connections(
+    world: World, site: Site
+) -> None:
+    short = site.server.set("/short.xml", b"", handler=hostile.short_body)
+    reset = site.server.set("/reset.xml", b"", handler=hostile.reset)
+    done = world.run(short, reset)
+    assert done.feed(short)["last_error"].startswith("connection broken")
+    assert done.feed(reset)["last_error"].startswith("connection broken")
+    assert done.seconds < 10
+    assert "Good story" in done.titles()
+
+
+def test_a_redirect_loop_is_an_error(world: World, site: Site) -> None:
+    site.server.set("/a.xml", "", status=302, headers={"Location": "/b.xml"}, conditional=False)
+    site.server.set("/b.xml", "", status=302, headers={"Location": "/a.xml"}, conditional=False)
+    done = world.run(site.url("/a.xml"))
+    assert done.feed(site.url("/a.xml"))["last_error"] == "more than 5 redirects"
+    assert "Good story" in done.titles()
+
+
+# ---------------------------------------------------------------- politeness
+
+
+def host_row(done: Outcome, host: str) -> tuple[str, int, str] | None:
+    rows = done.query("SELECT not_before, backoff_count, reason FROM hosts WHERE host = ?", host)
+    return rows[0] if rows else None
+
+
+def seconds_from_now(stamp: str) -> float:
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return (moment - datetime.now(UTC)).total_seconds()
+
+
+def test_429_with_retry_after_seconds_silences_the_host_for_every_pass(
+    world: World, site: Site
+) -> None:
+    busy = other_host(
+        site.server.set(
+            "/busy.xml", "slow down", status=429, headers={"Retry-After": "120"}, conditional=False
+        )
+    )
+    first = world.run(busy)
+    not_before, count, reason = host_row(first, "localhost") or ("", 0, "")
+    assert 110 < seconds_from_now(not_before) <= 121 and count == 1 and "429" in reason
+    assert "Good story" in first.titles()
+    second = world.run(busy)  # the next pass does not ask it at all
+    assert site.hits("/busy.xml") == 1
+    assert second.stats.deferred == 1
+    assert site.hits("/feeds/good.xml") == 2  # the other host is polled as usual
+
+
+def test_429_with_an_http_date_is_capped(world: World, site: Site) -> None:
+    tomorrow = format_datetime(datetime.now(UTC) + timedelta(days=1), usegmt=True)
+    busy = other_host(
+        site.server.set(
+            "/busy.xml", "", status=429, headers={"Retry-After": tomorrow}, conditional=False
+        )
+    )
+    done = world.run(busy, fetch={"max_retry_after": "30m"})
+    not_before, _, _ = host_row(done, "localhost") or ("", 0, "")
+    assert 1790 < seconds_from_now(not_before) <= 1801  # 30 min, not a day
+
+
+def test_503_without_retry_after_backs_off_doubling_then_recovers(world: World, site: Site) -> None:
+    down = other_host(site.server.set("/down.xml", "", status=503, conditional=False))
+    waits = []
+    for _ in range(3):
+        done = world.run(down)
+        not_before, count, _ = host_row(done, "localhost") or ("", 0, "")
+        waits.append((round(seconds_from_now(not_before) / 60), count))
+        with sqlite3.connect(world.db) as conn:  # let the wait pass
+            conn.execute("UPDATE hosts SET not_before = '2000-01-01T00:00:00Z'")
+    assert waits == [(1, 1), (2, 2), (4, 3)]
+    site.server.set(
+        "/down.xml",
+        sitegen.rss2("Down", down, [Item("Back", site.page("back"))]),
+        "application/rss+xml",
+    )  # the server recovers
+    done = world.run(down)
+    assert host_row(done, "localhost") is None  # one success resets the backoff
+    assert "Back" in done.titles()
+
+
+def test_an_article_host_that_says_429_costs_no_attempt(world: World, site: Site) -> None:
+    page = other_host(
+        site.server.set(
+            "/busy-page", "", status=429, headers={"Retry-After": "60"}, conditional=False
+        )
+    )
+    feed = site.feed("f.xml", [Item("Busy page", page)])
+    done = world.run(feed)
+    assert done.query(
+        "SELECT state, attempts, lease_owner FROM news_summary WHERE title = 'Busy page'"
+    ) == [("new", 0, None)]
+    assert done.stats.deferred == 1
+    world.run(feed)
+    assert site.hits("/busy-page") == 1  # not asked again within its minute
+
+
+def test_410_disables_the_feed_with_its_reason(world: World, site: Site) -> None:
+    gone = site.server.set("/gone.xml", "", status=410, conditional=False)
+    done = world.run(gone)
+    row = done.feed(gone)
+    assert row["enabled"] == 0 and row["disabled_reason"].startswith("HTTP 410 Gone")
+    world.run(gone)
+    assert site.hits("/gone.xml") == 1
+
+
+def test_a_308_moves_the_feed_at_once(world: World, site: Site) -> None:
+    new = site.feed("new.xml", [Item("Moved story", site.page("moved"))])
+    site.server.set("/old.xml", "", status=308, headers={"Location": new}, conditional=False)
+    done = world.run(site.url("/old.xml"))
+    row = done.feed(site.url("/old.xml"))
+    assert (row["url"], row["moved_from"]) == (new, site.url("/old.xml"))
+    assert "moved permanently to" in done.stderr
+    world.run(site.url("/old.xml"))  # the config still names the old URL: same feed
+    assert site.hits("/old.xml") == 1 and site.hits("/feeds/new.xml") == 2
+    assert done.query("SELECT count(*) FROM feeds")[0][0] == 2  # good + the moved one
+
+
+def test_a_301_moves_the_feed_on_the_second_poll(world: World, site: Site) -> None:
+    new = site.feed("new.xml", [Item("Moved story", site.page("moved"))])
+    site.server.set("/old.xml", "", status=301, headers={"Location": new}, conditional=False)
+    first = world.run(site.url("/old.xml"))
+    row = first.feed(site.url("/old.xml"))
+    assert (row["url"], row["redirect_to"], row["redirect_seen"]) == (site.url("/old.xml"), new, 1)
+    second = world.run(site.url("/old.xml"))
+    assert second.feed(site.url("/old.xml"))["url"] == new
+
+
+def test_a_captive_portal_never_rewrites_a_feed(world: World, site: Site) -> None:
+    portal = site.server.set(
+        "/login", "<html><body><form>Sign in to the Wi-Fi</form></body></html>"
+    )
+    site.server.set("/feed.xml", "", status=301, headers={"Location": portal}, conditional=False)
+    for _ in range(3):
+        done = world.run(site.url("/feed.xml"))
+    row = done.feed(site.url("/feed.xml"))
+    assert row["url"] == site.url("/feed.xml") and row["redirect_to"] is None
+    assert "not a feed" in row["last_error"]
+
+
+def test_temporary_redirects_are_followed_not_stored(world: World, site: Site) -> None:
+    target = site.feed("target.xml", [Item("Via 307", site.page("via"))])
+    site.server.set("/tmp.xml", "", status=307, headers={"Location": target}, conditional=False)
+    for _ in range(2):
+        done = world.run(site.url("/tmp.xml"))
+    assert done.feed(site.url("/tmp.xml"))["url"] == site.url("/tmp.xml")
+    assert "Via 307" in done.titles()
+
+
+def test_the_user_agent_is_configurable(world: World, site: Site) -> None:
+    world.run()
+    assert site.server.headers["/feeds/good.xml"]["User-Agent"].startswith("feedsync/")
+    world.run(fetch={"user_agent": "MyPi/{version} (me@example.com)"})
+    agent = site.server.headers["/feeds/good.xml"]["User-Agent"]
+    assert agent.startswith("MyPi/") and "{version}" not in agent
+
+
+# ---------------------------------------------------------------- hostile content
+
+
+def test_html_served_as_a_feed_and_binary_served_as_an_article(world: World, site: Site) -> None:
+    html = site.server.set("/page.xml", "<html><body><p>a page</p></body></html>", "text/html")
+    binary = site.server.set("/articles/file", bytes(range(256)) * 100, "application/octet-stream")
+    feed = site.feed("f.xml", [Item("A download", binary)])
+    done = world.run(html, feed)
+    assert "not a feed" in done.feed(html)["last_error"]
+    assert done.query("SELECT state, last_error FROM news_summary WHERE title = 'A download'") == [
+        ("gone", "not an HTML page (application/octet-stream): skipped")
+    ]
+    assert "Good story" in done.titles()
+
+
+def test_mislabelled_encodings_come_out_right(world: World, site: Site) -> None:
+    japanese = "東京の天気、明日は晴れ"
+    page = sitegen.article_page(japanese, "tokyo", lang="ja", charset="shift_jis")
+    page = page.replace("</article>", f"<p>{japanese}。" * 40 + "</p></article>")
+    # the server calls both UTF-8 and Latin-1; the documents say Shift_JIS
+    article = site.server.set(
+        "/articles/tokyo", page.encode("shift_jis"), "text/html; charset=iso-8859-1"
+    )
+    xml = sitegen.rss2("ニュース", site.url("/ja.xml"), [Item(japanese, article)])
+    xml = xml.replace('encoding="utf-8"', 'encoding="Shift_JIS"')
+    feed = site.server.set("/ja.xml", xml.encode("shift_jis"), "application/xml; charset=utf-8")
+    latin = sitegen.rss2(
+        "Nachrichten", site.url("/de.xml"), [Item("Straße „gesperrt“ – Köln", site.page("koeln"))]
+    )
+    latin_feed = site.server.set(
+        "/de.xml",
+        latin.replace('encoding="utf-8"', 'encoding="windows-1252"').encode("cp1252"),
+        "text/xml",
+    )
+    done = world.run(feed, latin_feed)
+    assert {japanese, "Straße „gesperrt“ – Köln"} <= done.titles()
+    body = done.query("SELECT body FROM news WHERE url = ?", article)[0][0]
+    assert japanese in body
+
+
+def test_absurd_entries_are_skipped_and_the_reasons_recorded(world: World, site: Site) -> None:
+    items = "".join(
+        [
+            f"<item><title>{'T' * 2000}</title><link>{site.page('long-title')}</link></item>",
+            f"<item><title>Long URL</title><link>{site.url('/a?' + 'x' * 5000)}</link></item>",
+            "<item><title>No link</title></item>",
+            f"<item><title>Fine</title><link>{site.page('fine')}</link></item>",
+        ]
+    )
+    feed = site.server.set(
+        "/absurd.xml",
+        f'<?xml version="1.0"?><rss version="2.0"><channel><title>A</title>{items}</channel></rss>',
+        "application/rss+xml",
+    )
+    done = world.run(feed)
+    assert done.feed(feed)["last_warning"] == (
+        "3 entries skipped: URL too long (1), no link (1), title too long (1)"
+    )
+    assert "Fine" in done.titles()
+
+
+# ---------------------------------------------------------------- private addresses
+
+
+def test_an_article_on_a_private_address_is_refused_unless_its_feed_is_on_one(
+    world: World, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The feed is served from loopback, as everything here; make feedsync see it as a
+    # feed on the public internet (which cannot exist in this test) so that its article,
+    # on 127.0.0.1, is what an attacker's link to the LAN would be.
+    async def public(host: str) -> bool:
+        return False
+
+    monkeypatch.setattr(fetch, "host_is_private", public)
+    feed = site.feed("public.xml", [Item("Router admin", site.page("admin"))])
+    done = world.run(feed)
+    state, error = done.query(
+        "SELECT state, last_error FROM news_summary WHERE title = 'Router admin'"
+    )[0]
+    assert state == "gone" and error.startswith("refused: 127.0.0.1 resolves to a private address")
+    assert site.hits("/articles/admin") == 0  # not one request reached it
+    assert "Good story" not in done.titles()  # its feed is "public" too now
+
+    monkeypatch.undo()  # a feed that really is on the LAN may link to the LAN
+    lan = site.feed("lan.xml", [Item("NAS news", site.page("nas"))])
+    assert "NAS news" in world.run(lan).titles()
+
+
+def test_allow_private_lets_every_article_through(
+    world: World, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def public(host: str) -> bool:
+        return False
+
+    monkeypatch.setattr(fetch, "host_is_private", public)
+    feed = site.feed("public.xml", [Item("Intranet", site.page("intranet"))])
+    assert "Intranet" in world.run(feed, fetch={"allow_private": True}).titles()
