@@ -44,6 +44,7 @@ class PollConfig:
     max_interval: timedelta = timedelta(hours=24)
     max_feed_bytes: int = 10 * 1024 * 1024
     failing_after: int = 3  # failed polls in a row before a feed shows as failing
+    lease: timedelta = timedelta(minutes=5)  # a feed poll's claim, should its process die
 
 
 DEFAULT_USER_AGENT = "feedsync/{version} (+https://github.com/feedsync/feedsync)"
@@ -197,6 +198,7 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "max_interval": _duration,
         "max_feed_bytes": _size,
         "failing_after": _positive_int,
+        "lease": _duration,
     },
     "extract": {
         "max_attempts": _positive_int,

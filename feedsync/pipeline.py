@@ -131,14 +131,19 @@ class Pass:
         """The pass, then (``snapshot=True``) a snapshot. A failed snapshot is raised after
         the summary has been printed: the pass itself is done and recorded."""
         started = time.monotonic()
+        ended_early = True
         try:
             asyncio.run(self._run_until_stopped())
+            ended_early = self.stopping
         finally:
-            self._extractor.close(kill=self.stopping)
+            self._extractor.close(kill=ended_early)
             self._lane.shutdown(wait=True)  # the transaction in progress finishes
-        if self.stopping:
-            self.stats.stopped = True
-            self.storage.release_leases(self.owner)
+            if ended_early:
+                # a stop, or an exception on the way: give back the claims still held
+                # (after the lane is done, so the connection has one user at a time)
+                with contextlib.suppress(StorageError):
+                    self.storage.release_leases(self.owner)
+        self.stats.stopped = self.stopping
         failure: StorageError | None = None
         if self.take_snapshot:
             try:
@@ -252,6 +257,10 @@ class Pass:
         async with in_memory:
             try:
                 async with self._gate.slot(host):
+                    if not await self._on_lane(self._claim_feed, feed):
+                        self.stats.busy += 1  # another process is polling it right now
+                        self.progress.feed_done(0)
+                        return
                     response = await fetch.get(
                         self._clients["feeds"],
                         feed.url,
@@ -309,6 +318,11 @@ class Pass:
             max_interval=poll.max_interval,
             jitter=self.rng.uniform(-0.1, 0.1),
         )
+
+    def _claim_feed(self, feed: Feed) -> bool:
+        now = self.clock()
+        until = timestamps.to_iso(now + self.config.poll.lease)
+        return self.storage.claim_feed(feed.id, self.owner, timestamps.to_iso(now), until)
 
     def _record_failure(self, feed: Feed, error: str, hint: timedelta | None = None) -> None:
         now = self.clock()

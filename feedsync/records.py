@@ -208,6 +208,7 @@ class RunStats:
     extract_failed: int = 0
     gone: int = 0
     deferred: int = 0  # feeds and articles left for later: their host asked us to wait
+    busy: int = 0  # feeds skipped because another process was polling them
     snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None
     stopped: bool = False  # the pass was asked to stop (SIGTERM) and ended early
     errors: list[str] = field(default_factory=list)

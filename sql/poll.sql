@@ -2,6 +2,15 @@
 -- (A poll that parsed entries is written by sql/stage.sql, in the same transaction as
 -- its entries.)
 
+-- name: poll_claim
+-- A feed about to be polled is claimed, so another process (the daemon, a manual run,
+-- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
+-- outcome below gives the claim back.
+UPDATE feeds
+   SET lease_owner = :owner, lease_until = :lease_until
+ WHERE id = :feed_id
+   AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner);
+
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.
 UPDATE feeds
@@ -11,7 +20,9 @@ UPDATE feeds
        last_success_at = :now,
        next_poll_at = :next_poll_at,
        error_count = 0,
-       last_error = NULL
+       last_error = NULL,
+       lease_owner = NULL,
+       lease_until = NULL
  WHERE id = :feed_id;
 
 -- name: poll_failed
@@ -19,7 +30,9 @@ UPDATE feeds
    SET last_poll_at = :now,
        next_poll_at = :next_poll_at,
        error_count = error_count + 1,
-       last_error = :error
+       last_error = :error,
+       lease_owner = NULL,
+       lease_until = NULL
  WHERE id = :feed_id;
 
 -- name: poll_disable
@@ -29,7 +42,9 @@ UPDATE feeds
    SET enabled = 0,
        disabled_reason = :reason,
        last_poll_at = :now,
-       last_error = :reason
+       last_error = :reason,
+       lease_owner = NULL,
+       lease_until = NULL
  WHERE id = :feed_id;
 
 -- name: poll_redirect_pending
@@ -57,6 +72,10 @@ ON CONFLICT (host) DO UPDATE
    SET not_before = max(not_before, excluded.not_before),
        backoff_count = excluded.backoff_count,
        reason = excluded.reason;
+
+-- name: poll_release
+-- A process that stops gives back the feeds it was polling.
+UPDATE feeds SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
 
 -- name: host_clear
 DELETE FROM hosts WHERE host = :host;

@@ -35,5 +35,7 @@ UPDATE feeds
        next_poll_at = :next_poll_at,
        error_count = 0,
        last_error = NULL,
-       last_warning = :warning
+       last_warning = :warning,
+       lease_owner = NULL,
+       lease_until = NULL
  WHERE id = :feed_id;

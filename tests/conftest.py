@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,3 +203,58 @@ def corpus_or_skip(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"real-world corpus not available at {path}")
     return path
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class RunningDaemon:
+    def __init__(self, env: FeedsyncEnv, extra_env: dict[str, str]):
+        self.env = env
+        self.log = env.root / "daemon.log"
+        self.stopping = False
+        self._log = self.log.open("w")
+        self.process = subprocess.Popen(
+            env.command("daemon"),
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env={**cli_env(env.root / "home"), **extra_env},
+            start_new_session=True,  # its own process group: a test can kill it whole
+        )
+
+    def signal(self, signum: int) -> None:
+        self.stopping = self.stopping or signum == signal.SIGTERM
+        self.process.send_signal(signum)
+
+    def stop(self, timeout: float = 60) -> int:
+        """SIGTERM once, as systemd does, and the exit code."""
+        if not self.stopping:
+            self.signal(signal.SIGTERM)
+        code = self.process.wait(timeout)
+        self._log.close()
+        return code
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+@pytest.fixture
+def start_daemon(fs_card: FeedsyncEnv) -> Iterator[Callable[..., RunningDaemon]]:
+    started: list[RunningDaemon] = []
+
+    def start(**extra_env: str) -> RunningDaemon:
+        daemon = RunningDaemon(fs_card, extra_env)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        if daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()

@@ -80,3 +80,19 @@ def reset(request: BaseHTTPRequestHandler) -> None:
     request.wfile.flush()
     request.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     request.connection.close()
+
+
+def flaky(page: str, failures: int = 1) -> Handler:
+    """A page that answers 500 to its first ``failures`` requests, then serves ``page``."""
+    seen = [0]
+
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        seen[0] += 1
+        body = page.encode() if seen[0] > failures else b"try again later"
+        request.send_response(200 if seen[0] > failures else 500)
+        request.send_header("Content-Type", "text/html; charset=utf-8")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    return handle

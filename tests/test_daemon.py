@@ -5,29 +5,19 @@ from __future__ import annotations
 import signal
 import socket
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FeedsyncEnv, Site, cli_env
+from conftest import FeedsyncEnv, RunningDaemon, Site, wait_until
 from sitegen import Item
 
 FAST = {  # a daemon that looks for work every second and polls feeds every 1-2 s
     "daemon": {"tick": "1s"},
     "poll": {"interval": "1s", "min_interval": "1s", "max_interval": "2s"},
 }
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class NotifySocket:
@@ -67,51 +57,6 @@ def notify(tmp_path: Path) -> Iterator[NotifySocket]:
     listener = NotifySocket(tmp_path / "notify.sock")
     yield listener
     listener.close()
-
-
-class RunningDaemon:
-    def __init__(self, env: FeedsyncEnv, extra_env: dict[str, str]):
-        self.env = env
-        self.log = env.root / "daemon.log"
-        self.stopping = False
-        self._log = self.log.open("w")
-        self.process = subprocess.Popen(
-            env.command("daemon"),
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-            env={**cli_env(env.root / "home"), **extra_env},
-        )
-
-    def signal(self, signum: int) -> None:
-        self.stopping = self.stopping or signum == signal.SIGTERM
-        self.process.send_signal(signum)
-
-    def stop(self, timeout: float = 60) -> int:
-        """SIGTERM once, as systemd does, and the exit code."""
-        if not self.stopping:
-            self.signal(signal.SIGTERM)
-        code = self.process.wait(timeout)
-        self._log.close()
-        return code
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-
-@pytest.fixture
-def start_daemon(fs_card: FeedsyncEnv) -> Iterator[Callable[..., RunningDaemon]]:
-    started: list[RunningDaemon] = []
-
-    def start(**extra_env: str) -> RunningDaemon:
-        daemon = RunningDaemon(fs_card, extra_env)
-        started.append(daemon)
-        return daemon
-
-    yield start
-    for daemon in started:
-        if daemon.process.poll() is None:
-            daemon.process.kill()
-            daemon.process.wait()
 
 
 def titles(env: FeedsyncEnv) -> set[str]:

@@ -284,8 +284,9 @@ def test_two_runs_started_together_fetch_every_article_once(fs: FeedsyncEnv, sit
     assert fs.scalar("SELECT count(DISTINCT url) FROM news") == 40
     hits = site.article_hits()
     assert len(hits) == 40 and set(hits.values()) == {1}, hits
-    # both processes polled every feed in every round
-    assert all(site.hits(f"/feeds/cat{f}.xml") == 6 for f in range(12))
+    # every feed was polled in every round, by one process or both (a feed that one run
+    # is polling is skipped by the other: tests/test_multiprocess.py)
+    assert all(3 <= site.hits(f"/feeds/cat{f}.xml") <= 6 for f in range(12))
 
 
 def test_non_html_article_pages_are_given_up_at_once(fs: FeedsyncEnv, site: Site) -> None:

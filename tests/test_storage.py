@@ -365,3 +365,28 @@ def test_retention_prunes_old_articles_and_keeps_their_tombstones(db: SQLiteStor
     news, tombstones = db.prune("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
     assert (news, tombstones) == (0, 1)  # the dated 2025 tombstone goes, the undated stays
     assert db.counts()["entries"] == 2
+
+
+# ---------------------------------------------------------------- feed claims
+
+
+def test_a_feed_being_polled_is_skipped_by_others_until_its_claim_ends(
+    db: SQLiteStorage,
+) -> None:
+    fid = feed_id(db)
+    soon, later = "2026-11-22T10:05:00Z", "2026-11-22T10:06:00Z"
+    assert db.claim_feed(fid, "A", T0, soon)
+    assert not db.claim_feed(fid, "B", T0, soon)  # A is polling it
+    assert db.claim_feed(fid, "A", T0, soon)  # A may renew its own
+    assert db.claim_feed(fid, "B", later, "2026-11-22T10:11:00Z")  # A died: taken over
+    db.record_poll_failure(fid, "HTTP 500", later, LATER)  # any outcome ends the claim
+    assert db.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
+
+
+def test_a_stopping_process_gives_back_all_it_holds(db: SQLiteStorage) -> None:
+    fid = feed_id(db)
+    db.stage(intent(fid, [entry(1)], owner="A"))
+    db.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z")
+    db.release_leases("A")
+    assert db.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z")
+    assert claim(db, "B") != []

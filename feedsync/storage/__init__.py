@@ -65,6 +65,10 @@ class Storage(Protocol):
         """Insert the candidates, link them, advance the feed: ONE transaction."""
         ...
 
+    def claim_feed(self, feed_id: int, owner: str, now: str, lease_until: str) -> bool:
+        """Claim a feed for polling; False when another live process is polling it."""
+        ...
+
     def record_not_modified(
         self,
         feed_id: int,
@@ -107,7 +111,7 @@ class Storage(Protocol):
         ...
 
     def release_leases(self, owner: str) -> None:
-        """Give back every queue row ``owner`` holds (a process that stops early)."""
+        """Give back every feed and queue row ``owner`` holds (a process that stops)."""
         ...
 
     def prune(

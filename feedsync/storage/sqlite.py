@@ -344,6 +344,20 @@ class SQLiteStorage:
 
         return self._write(work)
 
+    def claim_feed(self, feed_id: int, owner: str, now: str, lease_until: str) -> bool:
+        return bool(
+            self._write(
+                lambda conn: self._exec(
+                    conn,
+                    "poll_claim",
+                    feed_id=feed_id,
+                    owner=owner,
+                    now=now,
+                    lease_until=lease_until,
+                )
+            ).rowcount
+        )
+
     def record_not_modified(
         self,
         feed_id: int,
@@ -458,7 +472,11 @@ class SQLiteStorage:
         self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
 
     def release_leases(self, owner: str) -> None:
-        self._write(lambda conn: self._exec(conn, "extract_release", owner=owner))
+        def work(conn: sqlite3.Connection) -> None:
+            self._exec(conn, "extract_release", owner=owner)
+            self._exec(conn, "poll_release", owner=owner)
+
+        self._write(work)
 
     def prune(
         self, news_before: str | None, tombstones_before: str | None, batch: int = 500

@@ -1,0 +1,222 @@
+"""Exactly once across processes: a daemon, waves of manual runs, cron, and crashes.
+
+A local news site with overlapping category feeds keeps publishing while feedsync
+processes work on one database; some article pages fail on their first request. At the
+end every article is in `news` exactly once, and the server's own counters show how
+often each page was asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import hostile
+import pytest
+import sitegen
+from conftest import FeedsyncEnv, RunningDaemon, Site, cli_env, wait_until
+from sitegen import Item
+
+CATEGORIES = 12
+
+
+class NewsSite:
+    """Category feeds that keep growing; each story in three of them."""
+
+    def __init__(self, site: Site, seed: int):
+        self.site = site
+        self.rng = random.Random(seed)
+        self.feeds: dict[str, list[Item]] = {f"cat{n}.xml": [] for n in range(CATEGORIES)}
+        self.expected: set[tuple[str, str]] = set()
+        self.injected: dict[str, int] = {}  # article path -> failures served before success
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def publish(self, stories: int) -> None:
+        with self._lock:
+            for _ in range(stories):
+                n = self.count
+                self.count += 1
+                slug, title = f"story-{n}", f"Story number {n}"
+                if n % 7 == 3:  # one story in seven fails on its first request
+                    html = sitegen.article_page(title, slug)
+                    url = self.site.server.set(
+                        f"/articles/{slug}", b"", handler=hostile.flaky(html, failures=1)
+                    )
+                    self.injected[f"/articles/{slug}"] = 1
+                else:
+                    url = self.site.page(slug, title)
+                for feed in self.rng.sample(sorted(self.feeds), 3):
+                    self.feeds[feed].append(Item(title, url, None))
+                self.expected.add((url, title))
+            for name, items in self.feeds.items():
+                self.site.feed(
+                    name, items[-40:], fmt=["rss2", "atom", "rdf"][int(name[3:-4]) % 3], delay=0.02
+                )
+
+    def urls(self) -> list[str]:
+        return [self.site.url(f"/feeds/{name}") for name in self.feeds]
+
+    def article_hits(self) -> dict[str, int]:
+        return self.site.article_hits()
+
+
+@contextlib.contextmanager
+def publishing(news: NewsSite, every: float = 0.4) -> Iterator[None]:
+    """New stories keep appearing while the block runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            news.publish(2)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def start_run(env: FeedsyncEnv) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        env.command("run"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(env.root / "home"),
+        start_new_session=True,
+    )
+
+
+def news_rows(env: FeedsyncEnv) -> list[tuple[str, str]]:
+    with sqlite3.connect(env.db_path, timeout=30) as conn:
+        return conn.execute("SELECT url, title FROM news").fetchall()
+
+
+def held_claims(env: FeedsyncEnv) -> int:
+    with sqlite3.connect(env.db_path, timeout=30) as conn:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return conn.execute(
+            "SELECT (SELECT count(*) FROM news_summary WHERE lease_until >= ?) + "
+            "(SELECT count(*) FROM feeds WHERE lease_until >= ?)",
+            (now, now),
+        ).fetchone()[0]
+
+
+@pytest.fixture
+def leaked_semaphores() -> Iterator[None]:
+    """SIGKILLing a whole process group kills multiprocessing's resource tracker too, so
+    its named semaphores stay in /dev/shm (a real power cut empties /dev/shm anyway):
+    the test removes the ones its kills left."""
+    shm = Path("/dev/shm")
+    before = set(shm.glob("sem.mp-*")) if shm.is_dir() else set()
+    yield
+    if shm.is_dir():
+        for path in set(shm.glob("sem.mp-*")) - before:
+            path.unlink(missing_ok=True)
+
+
+SETTINGS = {
+    "daemon": {"tick": "1s"},
+    "poll": {
+        "interval": "1s",
+        "min_interval": "1s",
+        "max_interval": "2s",
+        "concurrency": 4,
+        "per_host": 4,
+    },
+}
+
+
+def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    news = NewsSite(site, seed=1)
+    news.publish(24)
+    fs_card.configure(news.urls(), **SETTINGS)
+    daemon = start_daemon()
+    outputs: list[tuple[int, str]] = []
+    with publishing(news):
+        for _ in range(3):  # waves of four manual runs beside the daemon
+            wave = []
+            for _ in range(4):
+                wave.append(start_run(fs_card))
+                time.sleep(0.1)
+            for process in wave:
+                out, err = process.communicate(timeout=180)
+                outputs.append((process.returncode, out + err))
+    wait_until(lambda: set(news_rows(fs_card)) >= news.expected, "the daemon to catch up", 120)
+    outputs.append((fs_card.run("run").returncode, ""))
+    assert daemon.stop() == 0
+
+    for code, text in outputs:
+        assert code == 0, text
+        assert "locked" not in text and "busy" not in text.lower(), text
+    assert "Traceback" not in daemon.output() and "locked" not in daemon.output()
+    rows = news_rows(fs_card)
+    assert len(rows) == len(set(rows)) == len(news.expected)
+    assert set(rows) == news.expected
+    # each page asked for exactly once, plus once more for each failure it was made to serve
+    hits = news.article_hits()
+    assert hits == {path: 1 + news.injected.get(path, 0) for path in hits}
+    assert len(hits) == len(news.expected) and news.injected
+
+
+def test_processes_killed_at_random_instants_cost_a_bounded_number_of_refetches(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    start_daemon: Callable[..., RunningDaemon],
+    leaked_semaphores: None,
+) -> None:
+    rng = random.Random(os.environ.get("FEEDSYNC_TEST_SEED", "7"))
+    news = NewsSite(site, seed=2)
+    news.publish(24)
+    fs_card.configure(
+        news.urls(),
+        extract={"lease": "3s"},
+        **{**SETTINGS, "poll": {**SETTINGS["poll"], "lease": "3s"}},
+    )
+    concurrency = 4
+    kills = 0
+    daemon = start_daemon()
+    with publishing(news):
+        for round_ in range(3):
+            wave = [start_run(fs_card) for _ in range(4)]
+            for process in rng.sample(wave, 2):  # two of each wave die mid-run
+                time.sleep(rng.uniform(0.1, 1.2))
+                with contextlib.suppress(ProcessLookupError):  # it may have just finished
+                    if process.poll() is None:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        kills += 1
+            if round_ == 1:  # and the daemon dies once too, and comes back
+                os.killpg(daemon.process.pid, signal.SIGKILL)
+                daemon.process.wait()
+                kills += 1
+                daemon = start_daemon()
+            for process in wave:
+                process.communicate(timeout=180)
+                assert process.returncode in (0, -signal.SIGKILL), process.returncode
+    # the claims of the dead expire (3 s); the living finish the work
+    wait_until(lambda: held_claims(fs_card) == 0, "the claims of the killed processes to end", 60)
+    final = fs_card.run("run")
+    wait_until(lambda: set(news_rows(fs_card)) >= news.expected, "the queue to be done", 120)
+    assert daemon.stop() == 0
+    assert "locked" not in final.stdout + final.stderr
+
+    rows = news_rows(fs_card)
+    assert len(rows) == len(set(rows)) and set(rows) == news.expected
+    hits = news.article_hits()
+    extra = sum(n - 1 - news.injected.get(path, 0) for path, n in hits.items())
+    # a killed process can have been fetching at most `concurrency` pages
+    assert 0 <= extra <= kills * concurrency, (extra, kills)
+    assert all(n >= 1 + news.injected.get(path, 0) for path, n in hits.items())
