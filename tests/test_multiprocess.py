@@ -143,7 +143,9 @@ def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
 ) -> None:
     news = NewsSite(site, seed=1)
     news.publish(24)
-    fs_card.configure(news.urls(), **SETTINGS)
+    # every run snapshots at its end and the daemon every second: snapshot writers
+    # meet all the time, and must take turns (the snapshot lock)
+    fs_card.configure(news.urls(), storage={"snapshot_interval": "1s"}, **SETTINGS)
     daemon = start_daemon()
     outputs: list[tuple[int, str]] = []
     with publishing(news):
@@ -170,6 +172,11 @@ def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
     hits = news.article_hits()
     assert hits == {path: 1 + news.injected.get(path, 0) for path in hits}
     assert len(hits) == len(news.expected) and news.injected
+    assert fs_card.snapshot_path is not None  # the last snapshot is sound and complete
+    with sqlite3.connect(f"file:{fs_card.snapshot_path}?mode=ro&immutable=1", uri=True) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert set(conn.execute("SELECT url, title FROM news")) == news.expected
+    assert not [p for p in fs_card.snapshot_path.parent.iterdir() if ".tmp-" in p.name]
 
 
 def test_processes_killed_at_random_instants_cost_a_bounded_number_of_refetches(
