@@ -19,16 +19,17 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from feedsync import __version__
 from feedsync import config as config_module
 
 if TYPE_CHECKING:
     from feedsync.config import Config
-    from feedsync.records import FeedHealth
+    from feedsync.records import FeedHealth, NewsItem
     from feedsync.storage import Storage
 
 EXIT_OK = 0
@@ -47,6 +48,32 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump: cron mails and scripts read this.
         self.exit(EXIT_USAGE, f"feedsync: error: {message} (see 'feedsync --help')\n")
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _since(text: str) -> str:
+    """A duration back from now ("24h") or a date ("2026-11-01"): a stored timestamp."""
+    from datetime import UTC, datetime
+
+    from feedsync import timestamps
+    from feedsync.config import parse_duration
+
+    try:
+        return timestamps.to_iso(timestamps.now() - parse_duration(text))
+    except ValueError:
+        pass
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'expected a duration like "24h" or a date like "2026-11-01", got {text!r}'
+        ) from None
+    return timestamps.to_iso(day)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,14 +107,54 @@ def build_parser() -> argparse.ArgumentParser:
         "daemon", help="run as a service: poll on schedule, snapshot, retention (systemd)"
     )
 
-    add = commands.add_parser("add", help="add a feed")
+    add = commands.add_parser(
+        "add", help="add a feed (or the feed a web page names) and poll it once"
+    )
     add.add_argument("url")
+    add.add_argument("--category", metavar="PATH", help='a folder for it, e.g. "News/World"')
     remove = commands.add_parser("remove", help="remove a feed (its articles are kept)")
     remove.add_argument("url")
-    commands.add_parser("feeds", help="list the feeds and their health")
+    feeds = commands.add_parser("feeds", help="list the feeds and their health")
+    feeds.add_argument("--failing", action="store_true", help="only the feeds in trouble")
+    feeds.add_argument("--json", action="store_true", help="print them as JSON")
 
-    status = commands.add_parser("status", help="where the data is, how safe, how much")
+    status = commands.add_parser("status", help="is it working? daemon, feeds, queue, data")
     status.add_argument("--json", action="store_true", help="print it as JSON")
+
+    news = commands.add_parser("news", help="the newest articles")
+    news.add_argument(
+        "--since",
+        type=_since,
+        default=None,
+        metavar="WHEN",
+        help='"24h", "7d" or a date "2026-11-01" (default: all)',
+    )
+    news.add_argument("--feed", metavar="URL|ID", help="only from this feed")
+    news.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
+    news.add_argument("--json", action="store_true", help="print them as JSON")
+    show = commands.add_parser("show", help="one article: its details and its text")
+    show.add_argument("article", metavar="ID|URL")
+    show.add_argument("--json", action="store_true", help="print it as JSON")
+    search = commands.add_parser("search", help="full-text search of titles and texts")
+    search.add_argument("query", nargs="+")
+    search.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    export = commands.add_parser("export", help="every article, as JSON lines or CSV")
+    export.add_argument(
+        "--since",
+        type=_since,
+        default=None,
+        metavar="WHEN",
+        help='"24h", "7d" or a date "2026-11-01" (default: all)',
+    )
+    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument("--output", metavar="FILE", type=Path, help="write here (default: stdout)")
+    import_opml = commands.add_parser("import-opml", help="add the feeds of an OPML file")
+    import_opml.add_argument("file", type=Path)
+    export_opml = commands.add_parser("export-opml", help="the feeds as an OPML file")
+    export_opml.add_argument(
+        "--output", metavar="FILE", type=Path, help="write here (default: stdout)"
+    )
     snapshot = commands.add_parser(
         "snapshot", help="write the live database to its persistent snapshot now"
     )
@@ -160,6 +227,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         "snapshot": cmd_snapshot,
         "restore": cmd_restore,
         "daemon": cmd_daemon,
+        "news": cmd_news,
+        "show": cmd_show,
+        "search": cmd_search,
+        "export": cmd_export,
+        "import-opml": cmd_import_opml,
+        "export-opml": cmd_export_opml,
     }
     return handler[args.command](args, config)
 
@@ -238,15 +311,44 @@ def _user_feed_url(url: str) -> str:
 
 
 def cmd_add(args: argparse.Namespace, config: Config) -> int:
-    from feedsync import timestamps
+    """Add the feed at URL, or the feed the page at URL names, then poll it once (its
+    entries staged; their articles come with the next run or daemon tick)."""
+    import asyncio
+
+    from feedsync import progress, timestamps
+    from feedsync.discover import NoFeed, find_feed
+    from feedsync.pipeline import Pass
 
     url = _user_feed_url(args.url)
+    try:
+        found = asyncio.run(
+            find_feed(
+                url,
+                deadline=config.poll.timeout.total_seconds(),
+                max_bytes=config.poll.max_feed_bytes,
+                agent=config.fetch.user_agent,
+            )
+        )
+    except NoFeed as exc:
+        raise UsageError(str(exc)) from None
     storage = _open(config)
     try:
-        added = storage.add_feed(url, timestamps.to_iso(timestamps.now()))
+        added = storage.add_feed(found.url, timestamps.to_iso(timestamps.now()), args.category)
+        if not added:
+            print(f"already there: {found.url}")
+            return EXIT_OK
+        feed_id = storage.feed_id(found.url)
+        assert feed_id is not None
+        stats = Pass(
+            config, storage, progress.PlainProgress(summary=False), only={feed_id}, extract=False
+        ).run()
     finally:
         storage.close()
-    print(f"added {url}" if added else f"already there: {url}")
+    via = "" if found.url == url else f" (found through {url})"
+    print(
+        f"added {found.url}{via}: {found.title or 'untitled'}, {stats.staged} entries staged;"
+        " their articles come with the next run"
+    )
     return EXIT_OK
 
 
@@ -267,11 +369,6 @@ def cmd_remove(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
-def _short(timestamp: str | None) -> str:
-    """'2026-11-22T10:05:00Z' -> '2026-11-22 10:05Z'."""
-    return f"{timestamp[:10]} {timestamp[11:16]}Z" if timestamp else "never"
-
-
 def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
     """ok / not polled yet / retrying / FAILING / DISABLED, with the reason."""
     if not feed.enabled:
@@ -285,82 +382,429 @@ def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
     return "ok"
 
 
+def _is_failing(feed: FeedHealth, failing_after: int) -> bool:
+    return not feed.enabled or feed.error_count >= failing_after
+
+
 def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
+    import json
+    from dataclasses import asdict
+
+    from feedsync import terminal as t
+
     storage = _open(config)
     try:
         feeds = storage.feed_health()
     finally:
         storage.close()
-    if not feeds:
-        print("no feeds yet: add one with 'feedsync add URL'")
+    failing_after = config.poll.failing_after
+    if args.failing:
+        feeds = [f for f in feeds if _is_failing(f, failing_after)]
+    if args.json:
+        print(
+            json.dumps(
+                [{**asdict(f), "health": feed_health_line(f, failing_after)} for f in feeds],
+                ensure_ascii=False,
+            )
+        )
         return EXIT_OK
+    if not feeds:
+        print(
+            "no feeds in trouble"
+            if args.failing
+            else "no feeds yet: add one with 'feedsync add URL'"
+        )
+        return EXIT_OK
+    room = t.width()
     for feed in feeds:
         origin = " (config)" if feed.origin == "config" else ""
-        print(f"[{feed.id}] {feed.title or '(no title yet)'}{origin}")
-        print(f"    {feed.url}")
+        folder = f" [{feed.category}]" if feed.category else ""
+        print(t.cut(f"[{feed.id}] {feed.title or '(no title yet)'}{folder}{origin}", room))
+        print("    " + t.cut_middle(feed.url, room - 4))
         if feed.moved_from:
-            print(f"    (moved from {feed.moved_from})")
-        print(f"    {feed_health_line(feed, config.poll.failing_after)}")
+            print("    " + t.cut_middle(f"(moved from {feed.moved_from})", room - 4))
+        health = feed_health_line(feed, failing_after)
+        colour = (
+            "green" if health == "ok" else "red" if _is_failing(feed, failing_after) else ("yellow")
+        )
+        print("    " + t.paint(t.cut(health, room - 4), colour))
         if feed.last_warning and feed.enabled:
-            print(f"    warning: {feed.last_warning}")
-        latest = _short(feed.latest_published) if feed.latest_published else "none"
+            print("    " + t.cut(f"warning: {feed.last_warning}", room - 4))
+        latest = t.short_time(feed.latest_published, "none")
         print(
-            f"    last success {_short(feed.last_success_at)} | latest entry {latest} | "
-            f"{feed.entries} entries"
+            t.cut(
+                f"    last success {t.short_time(feed.last_success_at)} | latest entry "
+                f"{latest} | {feed.entries} entries",
+                room,
+            )
         )
     return EXIT_OK
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    raise AssertionError("unreachable")
+@dataclass(frozen=True)
+class DaemonState:
+    running: bool
+    since: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    last_seen: str | None = None
+
+
+def _daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
+    """Running when it beat recently and, on this machine, its process exists."""
+    import os
+    import socket
+
+    from feedsync import timestamps
+
+    if not info.get("seen_at"):
+        return DaemonState(running=False)
+    age = (timestamps.now() - timestamps.from_iso(info["seen_at"])).total_seconds()
+    running = age < max(10 * 60, 3 * tick_seconds)
+    pid = int(info.get("pid", "0") or 0)
+    if running and info.get("host") == socket.gethostname() and pid:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            running = False
+        except PermissionError:
+            pass  # it exists, as another user (the service)
+    return DaemonState(
+        running=running,
+        since=info.get("started_at") if running else None,
+        pid=pid or None,
+        host=info.get("host"),
+        last_seen=info["seen_at"],
+    )
 
 
 def cmd_status(args: argparse.Namespace, config: Config) -> int:
     import json
     from dataclasses import asdict
+    from datetime import datetime
+
+    from feedsync import terminal as t
+    from feedsync import timestamps
 
     storage = _open(config)
     try:
         where = storage.status()
-        counts = storage.counts()
+        midnight = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+        counts = storage.status_counts(config.poll.failing_after, timestamps.to_iso(midnight))
+        daemon = _daemon_state(storage.daemon_info(), config.daemon.tick.total_seconds())
+    finally:
+        storage.close()
+    healthy = counts["feeds"] - counts["disabled"] - counts["failing"] - counts["retrying"]
+    report = {
+        "version": __version__,
+        "daemon": asdict(daemon),
+        "feeds": {
+            "total": counts["feeds"],
+            "healthy": healthy,
+            "retrying": counts["retrying"],
+            "failing": counts["failing"],
+            "disabled": counts["disabled"],
+        },
+        "queue": {
+            "new": counts["queue_new"],
+            "failed_waiting": counts["queue_failed"],
+            "gone": counts["gone"],
+        },
+        "articles": {"today": counts["articles_today"], "total": counts["articles"]},
+        "next_poll_at": counts["next_poll_at"],
+        "storage": asdict(where),
+    }
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return EXIT_OK
+    room = t.width()
+    if daemon.running:
+        state = t.paint("running", "green") + (
+            f" (pid {daemon.pid} on {daemon.host}, since {t.short_time(daemon.since)})"
+        )
+    elif daemon.last_seen:
+        state = t.paint("not running", "yellow") + (
+            f" (last seen {t.short_time(daemon.last_seen)})"
+        )
+    else:
+        state = "not running (never started here; `feedsync run` works without it)"
+    feeds = report["feeds"]
+    lines = [
+        f"feedsync {__version__}",
+        f"daemon     {state}",
+        f"feeds      {feeds['total']}: {healthy} ok, {feeds['retrying']} retrying, "
+        f"{feeds['failing']} failing, {feeds['disabled']} disabled",
+        f"queue      {counts['queue_new']} new, {counts['queue_failed']} failed (waiting to "
+        f"retry), {counts['gone']} given up",
+        f"articles   {counts['articles_today']} today, {counts['articles']} in all",
+        f"next poll  {t.short_time(counts['next_poll_at'], 'none scheduled')}",
+        f"live       {t.cut_middle(where.live, room - 24)} ({t.size(where.live_bytes)})",
+    ]
+    if where.snapshot is None:
+        lines.append("snapshot   none configured (the live database is the only copy)")
+    else:
+        taken = t.short_time(where.snapshot_at, "none yet")
+        lines.append(
+            f"snapshot   {t.cut_middle(where.snapshot, room - 42)} "
+            f"({t.size(where.snapshot_bytes)}, taken {taken})"
+        )
+        unsaved = where.unsaved_changes or 0
+        lines.append(
+            "unsaved    "
+            + (
+                f"{unsaved} changes since the last snapshot"
+                if unsaved
+                else "nothing: the snapshot is current"
+            )
+        )
+    for line in lines:
+        print(line)
+    return EXIT_OK
+
+
+def _article_ref(storage: Storage, ref: str) -> NewsItem:
+    from feedsync.canonical import canonical_url
+
+    item = storage.news_get(int(ref)) if ref.isdigit() else None
+    if item is None and not ref.isdigit():
+        url = canonical_url(ref)
+        item = storage.news_get(url) if url else None
+    if item is None:
+        raise UsageError(f"no article {ref!r} (see 'feedsync news' or 'feedsync search')")
+    return item
+
+
+def cmd_news(args: argparse.Namespace, config: Config) -> int:
+    import json
+    from dataclasses import asdict
+
+    from feedsync import terminal as t
+    from feedsync.canonical import canonical_url
+
+    storage = _open(config)
+    try:
+        feed_id = None
+        if args.feed:
+            ref = args.feed if args.feed.isdigit() else (canonical_url(args.feed) or args.feed)
+            feed_id = storage.feed_id(ref)
+            if feed_id is None:
+                raise UsageError(f"no such feed: {args.feed} (see 'feedsync feeds')")
+        items = storage.news_list(args.since or "", feed_id, args.limit)
     finally:
         storage.close()
     if args.json:
-        print(json.dumps({"version": __version__, "storage": asdict(where), "counts": counts}))
-        return EXIT_OK
-    print(f"feedsync {__version__}")
-    print(f"live database   {where.live} ({_size(where.live_bytes)})")
-    if where.snapshot is None:
-        print("snapshot        none configured (the live database is the only copy)")
-    else:
-        taken = _short(where.snapshot_at) if where.snapshot_at else "none yet"
-        print(f"snapshot        {where.snapshot} ({_size(where.snapshot_bytes)}, taken {taken})")
-        unsaved = where.unsaved_changes or 0
         print(
-            f"unsaved         {unsaved} change{'s' if unsaved != 1 else ''} since the last snapshot"
-            if unsaved
-            else "unsaved         nothing: the snapshot is current"
+            json.dumps(
+                [{k: v for k, v in asdict(i).items() if k != "body"} for i in items],
+                ensure_ascii=False,
+            )
         )
-    print(
-        f"feeds           {counts['feeds_enabled']} enabled of {counts['feeds']}, "
-        f"{counts['feeds_failing']} failing"
-    )
-    print(
-        f"queue           {counts['queue_new']} new, {counts['queue_failed']} failed "
-        f"(to retry), {counts['gone']} given up"
-    )
-    print(f"articles        {counts['articles']} (from {counts['entries']} entries)")
+        return EXIT_OK
+    if not items:
+        print("no articles" + (" in that time" if args.since else " yet"))
+        return EXIT_OK
+    room = t.width()
+    for item in items:
+        when = t.short_time(item.published or item.fetched_at)
+        print(t.cut(f"[{item.id}] {when}  {item.title}", room))
+        print(t.paint(t.cut_middle(f"      {item.feed_title or '-'} · {item.url}", room), "dim"))
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace, config: Config) -> int:
+    import json
+    import pydoc
+    import textwrap
+    from dataclasses import asdict
+
+    from feedsync import terminal as t
+
+    storage = _open(config)
+    try:
+        item = _article_ref(storage, args.article)
+        feeds = storage.news_feeds(item.id)
+    finally:
+        storage.close()
+    if args.json:
+        data = {**asdict(item), "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in feeds]}
+        print(json.dumps(data, ensure_ascii=False))
+        return EXIT_OK
+    room = min(t.width(), 100)
+    details = [
+        t.paint(item.title, "bold"),
+        f"published  {t.short_time(item.published, 'unknown')}"
+        + (f" · {item.author}" if item.author else "")
+        + (f" · {item.language}" if item.language else ""),
+        *(f"feed       {title or url}" for _, url, title in feeds),
+        f"url        {item.url}",
+        f"fetched    {t.short_time(item.fetched_at)} · article {item.id}",
+        "",
+    ]
+    paragraphs = [textwrap.fill(p, room) for p in item.body.split("\n") if p.strip()]
+    text = "\n".join(details) + "\n" + "\n\n".join(paragraphs) + "\n"
+    if sys.stdout.isatty():
+        pydoc.pager(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace, config: Config) -> int:
+    import json
+    from dataclasses import asdict
+
+    from feedsync import terminal as t
+
+    query = " ".join(args.query).strip()
+    if not query:
+        raise UsageError("the search query is empty")
+    colour = t.colour_enabled() and not args.json
+    marks = ("\033[1;33m", "\033[0m") if colour else ("[", "]")
+    storage = _open(config)
+    try:
+        hits = storage.search(query, args.limit, marks)
+    finally:
+        storage.close()
+    if args.json:
+        print(json.dumps([asdict(h) for h in hits], ensure_ascii=False))
+        return EXIT_OK
+    if not hits:
+        print(f"nothing found for {query!r}")
+        return EXIT_OK
+    room = t.width()
+    for hit in hits:
+        when = (hit.published or "")[:10]
+        print(t.cut(f"[{hit.id}] {hit.title}", room))
+        print(t.paint(t.cut(f"      {hit.feed_title or '-'} {when}", room), "dim"))
+        print("      " + " ".join(hit.snippet.split()))
+    return EXIT_OK
+
+
+# The export's field names are a documented, stable interface (README, "feedsync export").
+EXPORT_FIELDS = (
+    "id",
+    "url",
+    "title",
+    "published",
+    "feed_title",
+    "author",
+    "language",
+    "fetched_at",
+    "body",
+)
+
+
+def cmd_export(args: argparse.Namespace, config: Config) -> int:
+    import contextlib
+    import csv
+    import json
+    from dataclasses import astuple
+
+    storage = _open(config)
+    try:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(_atomic_text(args.output)) if args.output else sys.stdout
+            count = 0
+            if args.format == "csv":
+                writer = csv.writer(out)
+                writer.writerow(EXPORT_FIELDS)
+                for item in storage.export_news(args.since or ""):
+                    writer.writerow(astuple(item))
+                    count += 1
+            else:
+                for item in storage.export_news(args.since or ""):
+                    out.write(
+                        json.dumps(
+                            dict(zip(EXPORT_FIELDS, astuple(item), strict=True)), ensure_ascii=False
+                        )
+                        + "\n"
+                    )
+                    count += 1
+    finally:
+        storage.close()
+    if args.output:
+        print(f"exported {count} articles to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _atomic_text(path: Path) -> Any:
+    """Write to a temporary file beside ``path``, renamed over it at the end: a failed
+    export never leaves half a file under the name asked for."""
+    import contextlib
+    import os
+    import tempfile
+
+    @contextlib.contextmanager
+    def writer() -> Iterator[Any]:
+        folder = path.resolve().parent
+        if not folder.is_dir():
+            raise UsageError(f"cannot write {path}: {folder} is not a folder")
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                yield handle
+            Path(temporary).replace(path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    return writer()
+
+
+def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import opml, timestamps
+
+    try:
+        data = args.file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    try:
+        found = opml.read(data)
+    except opml.OpmlError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    storage = _open(config)
+    try:
+        now = timestamps.to_iso(timestamps.now())
+        added: list[opml.OpmlFeed] = []
+        present: list[opml.OpmlFeed] = []
+        for feed in found.feeds:
+            new = storage.add_feed(feed.url, now, feed.category, feed.title)
+            (added if new else present).append(feed)
+    finally:
+        storage.close()
+    print(f"imported {args.file}: {len(added)} feeds added, {len(present)} already there")
+    for feed in present:
+        print(f"  already there: {feed.url}")
+    if found.merged:
+        print(f"  {found.merged} entries of the file repeated a feed listed before them")
+    for url in found.unusable:
+        print(f"  skipped, not an http(s) feed URL: {url}")
+    if added:
+        print("their entries come with the next run (or the daemon's next tick)")
+    return EXIT_OK
+
+
+def cmd_export_opml(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import opml
+
+    storage = _open(config)
+    try:
+        feeds = storage.feed_health()
+    finally:
+        storage.close()
+    text = opml.write(feeds)
+    if args.output:
+        with _atomic_text(args.output) as out:
+            out.write(text)
+        print(f"exported {len(feeds)} feeds to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
 def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import terminal
+
     if config.storage.snapshot is None:
         raise UsageError("no snapshot is configured: set [storage] snapshot in the config")
     storage = _open(config)
@@ -370,9 +814,11 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
         storage.close()
     assert result is not None
     if result.written:
-        print(f"snapshot written: {result.path} ({_size(result.size)}, {result.seconds:.1f}s)")
+        print(
+            f"snapshot written: {result.path} ({terminal.size(result.size)}, {result.seconds:.1f}s)"
+        )
     else:
-        print(f"{result.detail} ({_short(result.taken_at)}): nothing written")
+        print(f"{result.detail} ({terminal.short_time(result.taken_at)}): nothing written")
     return EXIT_OK
 
 

@@ -26,8 +26,10 @@ lives in the database and is untouched.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
+import socket
 import threading
 from dataclasses import replace
 from datetime import timedelta
@@ -63,6 +65,7 @@ class Daemon:
         self._reload = False
         self._scheduler: BackgroundScheduler | None = None
         self._rng = random.Random()
+        self._started_at = timestamps.to_iso(timestamps.now())
 
     # ------------------------------------------------------------ lifecycle
 
@@ -76,6 +79,7 @@ class Daemon:
         self.storage = open_storage(self.config.storage, notice=log.info)
         try:
             self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
+            self._beat()
             scheduler = self._start_scheduler()
             log.info(
                 "feedsync daemon started: database %s, logging to %s, watchdog %s",
@@ -172,6 +176,7 @@ class Daemon:
             stop=self._stop,
             rng=self._rng,
         ).run()
+        self._beat()
         self.notifier.status(self._status_line())
 
     def snapshot_job(self) -> None:
@@ -204,7 +209,16 @@ class Daemon:
 
     def heartbeat_job(self) -> None:
         self.notifier.alive()
+        self._beat()
         self.notifier.status(self._status_line())
+
+    def _beat(self) -> None:
+        """Tell `feedsync status` the daemon is alive (a meta row, not content: it does not
+        make the next snapshot necessary)."""
+        assert self.storage is not None
+        self.storage.daemon_heartbeat(
+            os.getpid(), socket.gethostname(), self._started_at, timestamps.to_iso(timestamps.now())
+        )
 
     # ------------------------------------------------------------ helpers
 

@@ -58,6 +58,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 ZERO = timedelta(0)
+NO_LEASE = "1970-01-01T00:00:00Z"  # a lease already over
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 
 
@@ -93,6 +94,8 @@ class Pass:
         due_only: bool = False,
         stop: threading.Event | None = None,
         rng: random.Random | None = None,
+        only: set[int] | None = None,
+        extract: bool = True,
     ):
         """``due_only``: poll only the feeds whose next poll time has come (the daemon,
         ``run --due``), not every enabled feed. ``stop``: when set, the pass stops taking
@@ -105,6 +108,8 @@ class Pass:
         self.owner = owner or new_owner()
         self.take_snapshot = snapshot
         self.due_only = due_only
+        self.only = only  # poll just these feeds (feedsync add polls the new one)
+        self.extract = extract  # False: stage only, the rows claimable by anyone at once
         self.stop = stop
         self.rng = rng or random.Random()
         self.stats = RunStats()
@@ -186,6 +191,8 @@ class Pass:
             started_at if self.due_only else None,
             timestamps.to_iso(now - decide.WEEK),
         )
+        if self.only is not None:
+            feeds = [feed for feed in feeds if feed.id in self.only]
         self.stats.feeds = len(feeds)
         fetching = self.config.fetch
         self._gate = fetch.HostGate(poll.concurrency, poll.per_host, fetching.host_delay)
@@ -215,8 +222,9 @@ class Pass:
             # so at most `concurrency` feed documents are in memory at once.
             in_memory = asyncio.Semaphore(poll.concurrency)
             await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
-            self.progress.start_articles()
-            await self._drain_queue(due_before=started_at)
+            if self.extract:
+                self.progress.start_articles()
+                await self._drain_queue(due_before=started_at)
 
     # ------------------------------------------------------------ hosts
 
@@ -387,7 +395,12 @@ class Pass:
                 feed, fetched_at, ok=True, hint=max(parsed.ttl or ZERO, response.max_age or ZERO)
             ),
             owner=self.owner,
-            lease_until=timestamps.to_iso(fetched_at + self.config.extract.lease),
+            # rows this pass will not extract are left free for whoever extracts next
+            lease_until=(
+                timestamps.to_iso(fetched_at + self.config.extract.lease)
+                if self.extract
+                else NO_LEASE
+            ),
         )
         result = self.storage.stage(intent)
         return _FeedOutcome(

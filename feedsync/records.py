@@ -148,6 +148,8 @@ class FeedHealth:
     entries: int
     last_warning: str | None = None
     moved_from: str | None = None
+    category: str | None = None  # the OPML folder it came from, "News/World"
+    next_poll_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,16 @@ class StorageStatus:
     snapshot_at: str | None
     previous_snapshot: str | None
     unsaved_changes: int | None  # content changes since the last snapshot
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: int
+    url: str
+    title: str
+    published: str | None
+    feed_title: str | None
+    snippet: str  # with the matches between the markers the caller asked for
 
 
 @dataclass

@@ -4,7 +4,8 @@
 
 -- name: feed_insert
 -- A new feed; an existing URL is left alone (RETURNING then gives no row).
-INSERT INTO feeds (url, origin, added_at) VALUES (:url, :origin, :now)
+INSERT INTO feeds (url, origin, added_at, category, title)
+VALUES (:url, :origin, :now, :category, :title)
 ON CONFLICT (url) DO NOTHING
 RETURNING id;
 
@@ -57,7 +58,7 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
-       f.moved_from,
+       f.moved_from, f.category, f.next_poll_at,
        (SELECT count(*) FROM feed_entries AS fe WHERE fe.feed_id = f.id) AS entries
   FROM feeds AS f
  ORDER BY f.id;

@@ -245,16 +245,25 @@ class RunningDaemon:
 
 
 @pytest.fixture
-def start_daemon(fs_card: FeedsyncEnv) -> Iterator[Callable[..., RunningDaemon]]:
+def start_daemon_for() -> Iterator[Callable[..., RunningDaemon]]:
+    """start_daemon_for(env, **environment): a daemon on that set-up, killed at the end."""
     started: list[RunningDaemon] = []
 
-    def start(**extra_env: str) -> RunningDaemon:
-        daemon = RunningDaemon(fs_card, extra_env)
+    def start(env: FeedsyncEnv, **extra_env: str) -> RunningDaemon:
+        daemon = RunningDaemon(env, extra_env)
         started.append(daemon)
         return daemon
 
     yield start
     for daemon in started:
         if daemon.process.poll() is None:
-            daemon.process.kill()
+            os.killpg(daemon.process.pid, signal.SIGKILL)
             daemon.process.wait()
+
+
+@pytest.fixture
+def start_daemon(
+    fs_card: FeedsyncEnv, start_daemon_for: Callable[..., RunningDaemon]
+) -> Callable[..., RunningDaemon]:
+    """start_daemon(**environment): a daemon on the fs_card set-up."""
+    return lambda **extra_env: start_daemon_for(fs_card, **extra_env)

@@ -23,10 +23,12 @@ def test_console_script_is_installed() -> None:
 
 def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
     url = site.feed("news.xml", [Item("One", site.page("one"))])
-    assert fs.run("add", url + "#top").stdout == f"added {url}\n"
+    assert fs.run("add", url + "#top").stdout == (
+        f"added {url}: news.xml, 1 entries staged; their articles come with the next run\n"
+    )
     assert fs.run("add", url).stdout == f"already there: {url}\n"
     listing = fs.run("feeds").stdout
-    assert url in listing and "not polled yet" in listing
+    assert url in listing and "    ok\n" in listing  # polled once by add
 
     fs.run("run")
     listing = fs.run("feeds").stdout

@@ -8,8 +8,8 @@ short transaction; none does network I/O. The SQLite backend is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from feedsync.config import StorageConfig
 from feedsync.decide import RedirectState
@@ -20,6 +20,7 @@ from feedsync.records import (
     Feed,
     FeedHealth,
     NewsItem,
+    SearchHit,
     SnapshotResult,
     StageIntent,
     StageResult,
@@ -45,8 +46,11 @@ class Storage(Protocol):
         no longer in it. Returns the URLs newly added."""
         ...
 
-    def add_feed(self, url: str, now: str) -> bool:
-        """Add a feed (origin 'cli'); False when it was already there."""
+    def add_feed(
+        self, url: str, now: str, category: str | None = None, title: str | None = None
+    ) -> bool:
+        """Add a feed (origin 'cli'; ``category``: its OPML folder; ``title`` until the
+        feed's own arrives); False when it was already there."""
         ...
 
     def remove_feed(self, url: str) -> bool:
@@ -141,6 +145,42 @@ class Storage(Protocol):
         ...
 
     def status(self) -> StorageStatus: ...
+
+    # -- the user's commands
+    def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
+        """Newest first (``body`` left empty)."""
+        ...
+
+    def news_get(self, ref: int | str) -> NewsItem | None:
+        """An article by its id or its URL."""
+        ...
+
+    def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
+        """(id, url, title) of the feeds that carried an article."""
+        ...
+
+    def feed_id(self, ref: str) -> int | None:
+        """A feed by its id ("12") or URL (also the URL it was added under)."""
+        ...
+
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        """Full-text search over titles and bodies, best first; matches in the snippet
+        between ``marks``."""
+        ...
+
+    def export_news(self, since: str) -> Iterator[NewsItem]:
+        """Every article since ``since``, streamed (constant memory)."""
+        ...
+
+    def status_counts(self, failing_after: int, today: str) -> dict[str, Any]: ...
+
+    def daemon_heartbeat(self, pid: int, host: str, started_at: str, now: str) -> None:
+        """The daemon says it is alive (for ``feedsync status``)."""
+        ...
+
+    def daemon_info(self) -> dict[str, str]:
+        """pid, host, started_at, seen_at of the daemon's last heartbeat ({} if none)."""
+        ...
 
 
 def _ignore(message: str) -> None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from feedsync.records import (
     Feed,
     FeedHealth,
     NewsItem,
+    SearchHit,
     SnapshotResult,
     StageIntent,
     StageResult,
@@ -219,7 +221,15 @@ class SQLiteStorage:
             for url in wanted:
                 row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
                 if row is None:
-                    self._exec(conn, "feed_insert", url=url, origin="config", now=now)
+                    self._exec(
+                        conn,
+                        "feed_insert",
+                        url=url,
+                        origin="config",
+                        now=now,
+                        category=None,
+                        title=None,
+                    )
                     added.append(url)
                 else:
                     self._exec(conn, "feed_adopt_for_config", id=row["id"], left_config=LEFT_CONFIG)
@@ -232,10 +242,20 @@ class SQLiteStorage:
 
         return self._write(work)
 
-    def add_feed(self, url: str, now: str) -> bool:
+    def add_feed(
+        self, url: str, now: str, category: str | None = None, title: str | None = None
+    ) -> bool:
         return self._write(
             lambda conn: (
-                self._exec(conn, "feed_insert", url=url, origin="cli", now=now).fetchone()
+                self._exec(
+                    conn,
+                    "feed_insert",
+                    url=url,
+                    origin="cli",
+                    now=now,
+                    category=category,
+                    title=title,
+                ).fetchone()
                 is not None
             )
         )
@@ -267,6 +287,8 @@ class SQLiteStorage:
                 entries=r["entries"],
                 last_warning=r["last_warning"],
                 moved_from=r["moved_from"],
+                category=r["category"],
+                next_poll_at=r["next_poll_at"],
             )
             for r in self._read("feed_health")
         ]
@@ -572,3 +594,92 @@ class SQLiteStorage:
             previous_snapshot=str(prev) if prev is not None and prev.exists() else None,
             unsaved_changes=max(unsaved, 0) if snap is not None else None,
         )
+
+    # ------------------------------------------------------------ the user's commands
+
+    def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
+        rows = self._read("news_list", since=since, feed_id=feed_id, limit=limit)
+        return [NewsItem(**dict(r)) for r in rows]
+
+    def news_get(self, ref: int | str) -> NewsItem | None:
+        rows = (
+            self._read("news_by_id", id=ref)
+            if isinstance(ref, int)
+            else self._read("news_by_url", url=ref)
+        )
+        return NewsItem(**dict(rows[0])) if rows else None
+
+    def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
+        return [(r["id"], r["url"], r["title"]) for r in self._read("news_carried_by", id=news_id)]
+
+    def feed_id(self, ref: str) -> int | None:
+        if ref.isdigit():
+            return int(ref) if any(f.id == int(ref) for f in self.feed_health()) else None
+        rows = self._read("feed_by_url", url=ref)
+        return int(rows[0]["id"]) if rows else None
+
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        """Full text: every term of three characters or more through the trigram index
+        (ranked by bm25, with the index's snippet); a query with a shorter term, below
+        what trigrams can match, through a scan (newest first, snippet made here)."""
+        terms = query.split()
+        if not terms:
+            return []
+        if all(len(term) >= 3 for term in terms):
+            fts = " AND ".join('"' + term.replace('"', '""') + '"' for term in terms)
+            rows = self._read("news_search", query=fts, limit=limit, open=marks[0], close=marks[1])
+            return [SearchHit(**dict(r)) for r in rows]
+        pattern = "%" + "%".join(_like_escape(t) for t in terms) + "%"
+        rows = self._read("news_search_short", pattern=pattern, limit=limit)
+        return [
+            SearchHit(
+                **{**dict(r), "snippet": _snippet(r["title"] + " " + r["snippet"], terms, marks)}
+            )
+            for r in rows
+        ]
+
+    def export_news(self, since: str) -> Iterator[NewsItem]:
+        """Every article since ``since``, oldest first, one at a time: a cursor, never
+        the whole table in memory."""
+        cursor = self._retry(lambda: self._conn.execute(self._q["news_export"], {"since": since}))
+        try:
+            while rows := cursor.fetchmany(200):
+                for row in rows:
+                    yield NewsItem(**dict(row))
+        finally:
+            cursor.close()
+
+    def status_counts(self, failing_after: int, today: str) -> dict[str, Any]:
+        return dict(self._read("status_counts", failing_after=failing_after, today=today)[0])
+
+    def daemon_heartbeat(self, pid: int, host: str, started_at: str, now: str) -> None:
+        self._record_snapshot(
+            {
+                "daemon_pid": str(pid),
+                "daemon_host": host,
+                "daemon_started_at": started_at,
+                "daemon_seen_at": now,
+            }
+        )
+
+    def daemon_info(self) -> dict[str, str]:
+        meta = self._meta()
+        return {k.removeprefix("daemon_"): v for k, v in meta.items() if k.startswith("daemon_")}
+
+
+def _like_escape(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _snippet(text: str, terms: list[str], marks: tuple[str, str], width: int = 120) -> str:
+    """Around the first match, the matches marked (for the scan path of search)."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
+    start = max(first - width // 3, 0)
+    piece = flat[start : start + width]
+    for term in sorted(set(terms), key=len, reverse=True):
+        piece = re.sub(
+            re.escape(term), lambda m: marks[0] + m.group(0) + marks[1], piece, flags=re.IGNORECASE
+        )
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
