@@ -30,6 +30,7 @@ start=1
 uninstall=0
 purge=0
 root=""
+apt_updated=0
 
 usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 say() { printf 'install.sh: %s\n' "$*"; }
@@ -91,12 +92,15 @@ apt_install() {
         say "(--root) skipped: apt-get install ${missing[*]}"
         return 0
     fi
-    local attempt
-    for attempt in 1 2 3; do
-        as_root apt-get update -q && break
-        say "apt-get update had errors (attempt $attempt); going on with what is there"
-        sleep 5
-    done
+    if [ "$apt_updated" -eq 0 ]; then  # once per run: a failing index stays failing
+        apt_updated=1
+        local attempt
+        for attempt in 1 2 3; do
+            as_root apt-get update -q && break
+            say "apt-get update had errors (attempt $attempt); going on with what is there"
+            sleep 5
+        done
+    fi
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
