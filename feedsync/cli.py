@@ -249,10 +249,10 @@ def _open(config: Config) -> Storage:
     from feedsync import storage as storage_module
     from feedsync import timestamps
 
-    urls = config_module.feed_urls(config)
+    feeds = config_module.feed_identities(config)
     storage = storage_module.open_storage(config.storage, notice=_notice)
     try:
-        storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
+        storage.sync_config_feeds(feeds, timestamps.to_iso(timestamps.now()))
     except BaseException:
         storage.close()
         raise
@@ -623,10 +623,16 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
     try:
         item = _article_ref(storage, args.article)
         feeds = storage.news_feeds(item.id)
+        revisions, duplicates = storage.news_links(item.id)
     finally:
         storage.close()
     if args.json:
-        data = {**asdict(item), "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in feeds]}
+        data = {
+            **asdict(item),
+            "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in feeds],
+            "revisions": [asdict(r) for r in revisions],
+            "duplicates": [asdict(d) for d in duplicates],
+        }
         print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
     room = min(t.width(), 100)
@@ -638,8 +644,17 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
         *(f"feed       {title or url}" for _, url, title in feeds),
         f"url        {item.url}",
         f"fetched    {t.short_time(item.fetched_at)} · article {item.id}",
-        "",
     ]
+    if len(revisions) > 1:  # the first is the article's own first title
+        details.append("revisions")
+        for revision in revisions:
+            why = f" ({revision.reason})" if revision.reason else " (first seen)"
+            details.append(f"  {t.short_time(revision.first_seen_at)}  {revision.title}{why}")
+    if duplicates:
+        details.append("duplicates (the same article under another URL)")
+        for copy in duplicates:
+            details.append(f"  {copy.url} ({copy.reason})")
+    details.append("")
     paragraphs = [textwrap.fill(p, room) for p in item.body.split("\n") if p.strip()]
     text = "\n".join(details) + "\n" + "\n\n".join(paragraphs) + "\n"
     if sys.stdout.isatty():

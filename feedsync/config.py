@@ -80,8 +80,14 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True)
+class IdentityConfig:
+    window: timedelta = timedelta(days=7)  # how far back revisions and duplicates are sought
+
+
+@dataclass(frozen=True)
 class FeedConfig:
     url: str
+    identity: str = "auto"  # "url+title": no revision/duplicate heuristics for this feed
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class Config:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    identity: IdentityConfig = field(default_factory=IdentityConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     feeds: tuple[FeedConfig, ...] = ()
     source: Path | None = None  # the file this came from; None for built-in defaults
@@ -216,8 +223,17 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     },
     "retention": {"news_days": _days, "tombstone_days": _days},
     "daemon": {"tick": _duration},
+    "identity": {"window": _duration},
 }
-_FEED_KEYS: dict[str, Callable[[Any], Any]] = {"url": _feed_url}
+
+
+def _identity(value: Any) -> str:
+    if value not in ("auto", "url+title"):
+        raise ValueError(f'expected "auto" or "url+title", got {value!r}')
+    return str(value)
+
+
+_FEED_KEYS: dict[str, Callable[[Any], Any]] = {"url": _feed_url, "identity": _identity}
 
 
 # ---------------------------------------------------------------- locating and loading
@@ -325,10 +341,14 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
                 raise fail(f"{label}.{key}", f"unknown key (known: {', '.join(_FEED_KEYS)})")
         if "url" not in item:
             raise fail(f"{label}.url", "missing")
-        try:
-            feeds.append(FeedConfig(url=_feed_url(item["url"])))
-        except ValueError as exc:
-            raise fail(f"{label}.url", str(exc)) from None
+        values = {}
+        for key, parse in _FEED_KEYS.items():
+            if key in item:
+                try:
+                    values[key] = parse(item[key])
+                except ValueError as exc:
+                    raise fail(f"{label}.{key}", str(exc)) from None
+        feeds.append(FeedConfig(**values))
 
     defaults = default_storage()
     given = sections["storage"]
@@ -369,23 +389,29 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         extract=ExtractConfig(**sections["extract"]),
         fetch=FetchConfig(**sections["fetch"]),
         retention=retention,
+        identity=IdentityConfig(**sections["identity"]),
         daemon=daemon,
         feeds=tuple(feeds),
         source=source,
     )
 
 
-def feed_urls(config: Config) -> list[str]:
-    """The config file's feeds, canonical; a URL that has no canonical form is an error
-    naming its key."""
+def feed_identities(config: Config) -> dict[str, str]:
+    """The config file's feeds, canonical URL -> identity mode; a URL that has no
+    canonical form is an error naming its key."""
     from feedsync.canonical import canonical_url  # w3lib: only when feeds are read
 
-    urls = []
+    found: dict[str, str] = {}
     for index, feed in enumerate(config.feeds):
         url = canonical_url(feed.url)
         if url is None:
             raise ConfigError(
                 f"{config.source}: feeds[{index}].url: not a usable http(s) URL: {feed.url!r}"
             )
-        urls.append(url)
-    return urls
+        found.setdefault(url, feed.identity)
+    return found
+
+
+def feed_urls(config: Config) -> list[str]:
+    """The config file's feeds, canonical (see :func:`feed_identities`)."""
+    return list(feed_identities(config))

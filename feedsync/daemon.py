@@ -75,7 +75,7 @@ class Daemon:
             signal.signal(signum, self._on_stop_signal)
         signal.signal(signal.SIGHUP, self._on_reload_signal)
 
-        urls = config_module.feed_urls(self.config)
+        urls = config_module.feed_identities(self.config)
         self.storage = open_storage(self.config.storage, notice=log.info)
         try:
             self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
@@ -244,7 +244,7 @@ class Daemon:
         assert self.storage is not None
         try:
             fresh = config_module.load(self.config_file)
-            urls = config_module.feed_urls(fresh)
+            urls = config_module.feed_identities(fresh)
         except ConfigError as exc:
             log.error("reload: the config has an error, keeping the previous one: %s", exc)
             return

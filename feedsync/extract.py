@@ -148,14 +148,19 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
     text = (data.get("text") or "").strip()
     if len(text) < MIN_TEXT_CHARS:
         raise ExtractError(f"no article text found in the page ({len(text)} characters)")
+    from feedsync.canonical import canonical_url
+    from feedsync.identity import fingerprint
+
+    page_url = data.get("url")  # <link rel=canonical>, og:url, else the URL fetched
     return Article(
         text=text,
         title=data.get("title") or None,
         author=data.get("author") or None,
         date=data.get("date") or None,
         language=language or data.get("language") or None,
-        canonical_url=data.get("url") or None,
+        canonical_url=canonical_url(page_url, url) if page_url else None,
         sitename=data.get("sitename") or None,
+        fingerprint=fingerprint(text),
     )
 
 

@@ -77,6 +77,7 @@ class _FeedOutcome:
     not_modified: bool = False
     error: str | None = None
     note: str | None = None  # worth telling, not an error (the feed moved)
+    revisions: int = 0
 
 
 class Pass:
@@ -305,6 +306,7 @@ class Pass:
         s.entries_skipped += outcome.skipped
         s.candidates += outcome.candidates
         s.staged += outcome.staged
+        s.revisions += outcome.revisions
         if outcome.error:
             s.feed_errors += 1
             self._problem(f"feed {feed.url}: {outcome.error}", feed.url)
@@ -395,6 +397,8 @@ class Pass:
                 feed, fetched_at, ok=True, hint=max(parsed.ttl or ZERO, response.max_age or ZERO)
             ),
             owner=self.owner,
+            identity=feed.identity,
+            window_start=timestamps.to_iso(fetched_at - self.config.identity.window),
             # rows this pass will not extract are left free for whoever extracts next
             lease_until=(
                 timestamps.to_iso(fetched_at + self.config.extract.lease)
@@ -405,6 +409,7 @@ class Pass:
         result = self.storage.stage(intent)
         return _FeedOutcome(
             staged=len(result.created_ids),
+            revisions=result.revisions,
             seen=len(parsed.entries) + parsed.skipped,
             skipped=parsed.skipped,
             candidates=len(chosen),
@@ -490,10 +495,19 @@ class Pass:
             now = self.clock()
             article = replace(article, author=job.author or article.author)
             published = decide.article_published(job.published, article.date, now)
-            await self._on_lane(
-                self.storage.save_article, job.id, article, published, timestamps.to_iso(now)
+            window = timestamps.to_iso(now - config.identity.window) if job.heuristics else None
+            link = await self._on_lane(
+                self.storage.save_article,
+                job.id,
+                article,
+                published,
+                timestamps.to_iso(now),
+                window,
             )
-            self.stats.extracted += 1
+            if link is None:
+                self.stats.extracted += 1
+            else:
+                self.stats.duplicates += 1
         self.progress.article_done()
 
     async def _record_extract_failure(self, job: ArticleJob, error: str, permanent: bool) -> None:

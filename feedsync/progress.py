@@ -36,6 +36,11 @@ def summary_line(stats: RunStats, seconds: float) -> str:
         f"{stats.extracted} articles extracted ({stats.extract_failed} failed, "
         f"{stats.gone} given up) in {seconds:.1f}s"
     )
+    if stats.revisions or stats.duplicates:
+        line += (
+            f"; {stats.revisions} revisions and {stats.duplicates} duplicates linked, "
+            "not fetched twice"
+        )
     if stats.snapshot == "written":
         line += "; snapshot written"
     return line

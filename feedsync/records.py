@@ -26,6 +26,7 @@ class Feed:
     recent_oldest: str | None = None  # the oldest of those
     redirect_to: str | None = None  # a 301 target seen but not yet trusted
     redirect_seen: int = 0
+    identity: str = "auto"  # "url+title": no revision/duplicate heuristics
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,15 @@ class StageIntent:
     next_poll_at: str
     owner: str
     lease_until: str
+    identity: str = "auto"  # the feed's: "url+title" turns the revision rule off
+    window_start: str = ""  # revisions are sought among rows first seen since then
 
 
 @dataclass(frozen=True)
 class StageResult:
     created_ids: tuple[int, ...]
     linked: int  # feed_entries links written (new or existing rows)
+    revisions: int = 0  # of the created rows, those that are another version of a story
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class ArticleJob:
     author: str | None
     attempts: int
     feed_urls: tuple[str, ...] = ()  # the feeds that carry it (may one be on the LAN?)
+    heuristics: bool = True  # none of its feeds says identity = "url+title"
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ class Article:
     language: str | None = None
     canonical_url: str | None = None
     sitename: str | None = None
+    fingerprint: int | None = None  # identity.fingerprint of the text
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,17 @@ class StorageStatus:
 
 
 @dataclass(frozen=True)
+class LinkedEntry:
+    """A revision or a duplicate of an article, for ``feedsync show``."""
+
+    id: int
+    url: str
+    title: str
+    first_seen_at: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class SearchHit:
     id: int
     url: str
@@ -219,6 +236,8 @@ class RunStats:
     extracted: int = 0
     extract_failed: int = 0
     gone: int = 0
+    revisions: int = 0  # staged entries that were another version of a story: not fetched
+    duplicates: int = 0  # fetched pages that were an article already stored: linked
     deferred: int = 0  # feeds and articles left for later: their host asked us to wait
     busy: int = 0  # feeds skipped because another process was polling them
     snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None

@@ -29,6 +29,9 @@ UPDATE feeds
                               ELSE disabled_reason END
  WHERE id = :id;
 
+-- name: feed_set_identity
+UPDATE feeds SET identity = :identity WHERE id = :id AND identity <> :identity;
+
 -- name: feed_disable
 UPDATE feeds SET enabled = 0, disabled_reason = :reason WHERE id = :id;
 
@@ -42,7 +45,7 @@ DELETE FROM feeds WHERE id = :id;
 -- its publishing over the last week (:week_ago), for the adaptive interval
 -- (feedsync/decide.py: next_poll_at).
 SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
-       f.redirect_to, f.redirect_seen,
+       f.redirect_to, f.redirect_seen, f.identity,
        f.last_poll_at IS NOT NULL AS polled_before,
        count(s.id) AS recent_entries,
        min(coalesce(s.published, s.first_seen_at)) AS recent_oldest

@@ -24,8 +24,9 @@ SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language, n.
   FROM news AS n
  WHERE coalesce(n.published, n.fetched_at) >= :since
    AND (:feed_id IS NULL OR EXISTS (
-        SELECT 1 FROM feed_entries AS fe
-         WHERE fe.summary_id = n.summary_id AND fe.feed_id = :feed_id))
+        SELECT 1 FROM feed_entries AS fe JOIN news_summary AS s ON s.id = fe.summary_id
+         WHERE fe.feed_id = :feed_id
+           AND (s.id = n.summary_id OR s.revision_of = n.summary_id OR s.duplicate_of = n.id)))
  ORDER BY coalesce(n.published, n.fetched_at) DESC, n.id DESC
  LIMIT :limit;
 
@@ -38,13 +39,16 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
   FROM news WHERE url = :url ORDER BY id DESC LIMIT 1;
 
 -- name: news_carried_by
--- The feeds that carried an article (one story in several category feeds).
-SELECT f.id, f.url, f.title
+-- The feeds that carried an article (one story in several category feeds), its
+-- revisions and its duplicates included.
+SELECT DISTINCT f.id, f.url, f.title
   FROM news AS n
-  JOIN feed_entries AS fe ON fe.summary_id = n.summary_id
+  JOIN news_summary AS s
+    ON s.id = n.summary_id OR s.revision_of = n.summary_id OR s.duplicate_of = n.id
+  JOIN feed_entries AS fe ON fe.summary_id = s.id
   JOIN feeds AS f ON f.id = fe.feed_id
  WHERE n.id = :id
- ORDER BY fe.first_seen_at, f.id;
+ ORDER BY f.id;
 
 -- name: news_search
 -- Full text (sql/migrations/0004_search.sql): ranked by bm25, with a snippet of the best
@@ -86,3 +90,6 @@ SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM news WHERE fetched_at >= :today) AS articles_today,
        (SELECT count(*) FROM news) AS articles,
        (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at;
+
+-- name: news_summary_of
+SELECT summary_id FROM news WHERE id = :id;

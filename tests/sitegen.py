@@ -98,8 +98,19 @@ def prose(seed: str, paragraphs: int = 5, sentences: int = 5) -> list[str]:
     return out
 
 
-def article_page(title: str, seed: str, *, lang: str = "en", charset: str = "utf-8") -> str:
-    body = "\n".join(f"      <p>{escape(p)}</p>" for p in prose(seed))
+def article_page(
+    title: str,
+    seed: str,
+    *,
+    lang: str = "en",
+    charset: str = "utf-8",
+    canonical: str | None = None,
+    paragraphs: list[str] | None = None,
+) -> str:
+    """A news page. ``canonical``: a <link rel=canonical>; ``paragraphs``: the text
+    (default: prose(seed))."""
+    body = "\n".join(f"      <p>{escape(p)}</p>" for p in paragraphs or prose(seed))
+    link = f'<link rel="canonical" href="{escape(canonical)}">' if canonical else ""
     nav = "".join(f'<li><a href="/section/{w}">{w.title()}</a></li>' for w in WORDS[:7])
     return f"""<!DOCTYPE html>
 <html lang="{lang}">
@@ -108,6 +119,7 @@ def article_page(title: str, seed: str, *, lang: str = "en", charset: str = "utf
   <title>{escape(title)} | Test Gazette</title>
   <meta property="og:title" content="{escape(title)}">
   <meta name="author" content="Test Reporter">
+  {link}
 </head>
 <body>
   <header><a href="/">Test Gazette</a><nav><ul>{nav}</ul></nav></header>

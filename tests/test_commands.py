@@ -99,7 +99,7 @@ def test_status_answers_is_it_working(world: tuple[FeedsyncEnv, LocalServer]) ->
     assert "feeds      2: 2 ok, 0 retrying, 0 failing, 0 disabled" in text
     assert "queue      0 new, 0 failed (waiting to retry), 0 given up" in text
     assert "articles   5 today, 5 in all" in text
-    assert "next poll  20" in text and str(env.db_path) in text
+    assert "next poll  20" in text and "live       /" in text  # (long paths cut to fit)
     assert lines_fit(text)
     data = json.loads(run(env, "status", "--json").stdout)
     assert data["articles"] == {"today": 5, "total": 5}

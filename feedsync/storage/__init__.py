@@ -8,7 +8,7 @@ short transaction; none does network I/O. The SQLite backend is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from feedsync.config import StorageConfig
@@ -19,6 +19,7 @@ from feedsync.records import (
     FailureOutcome,
     Feed,
     FeedHealth,
+    LinkedEntry,
     NewsItem,
     SearchHit,
     SnapshotResult,
@@ -41,9 +42,10 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
     # -- the feed list
-    def sync_config_feeds(self, urls: Sequence[str], now: str) -> list[str]:
-        """Make the config file's feeds present and enabled; disable the config-owned feeds
-        no longer in it. Returns the URLs newly added."""
+    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
+        """Make the config file's feeds present and enabled (with their identity mode when
+        ``urls`` maps URL -> mode); disable the config-owned feeds no longer in it.
+        Returns the URLs newly added."""
         ...
 
     def add_feed(
@@ -126,8 +128,21 @@ class Storage(Protocol):
         ...
 
     def save_article(
-        self, job_id: int, article: Article, published: str | None, fetched_at: str
-    ) -> None: ...
+        self,
+        job_id: int,
+        article: Article,
+        published: str | None,
+        fetched_at: str,
+        window_start: str | None = None,
+    ) -> LinkedEntry | None:
+        """Store the extracted article, or link the row to the article it turns out to be
+        (same canonical URL or text, among those fetched since ``window_start``; None: no
+        heuristics). Returns the link, or None when stored."""
+        ...
+
+    def news_links(self, news_id: int) -> tuple[list[LinkedEntry], list[LinkedEntry]]:
+        """(revisions, duplicates) of an article, with the reason each was linked."""
+        ...
 
     def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None: ...
 

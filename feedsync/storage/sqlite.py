@@ -18,17 +18,20 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from feedsync import identity
 from feedsync.decide import RedirectState
 from feedsync.records import (
     Article,
     ArticleJob,
+    Entry,
     FailureOutcome,
     Feed,
     FeedHealth,
+    LinkedEntry,
     NewsItem,
     SearchHit,
     SnapshotResult,
@@ -213,15 +216,16 @@ class SQLiteStorage:
 
     # ------------------------------------------------------------ feeds
 
-    def sync_config_feeds(self, urls: Sequence[str], now: str) -> list[str]:
-        wanted = list(dict.fromkeys(urls))
+    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
+        modes = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, identity.AUTO)
+        wanted = list(modes)
 
         def work(conn: sqlite3.Connection) -> list[str]:
             added = []
-            for url in wanted:
+            for url, mode in modes.items():
                 row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
                 if row is None:
-                    self._exec(
+                    feed_id = self._exec(
                         conn,
                         "feed_insert",
                         url=url,
@@ -229,10 +233,12 @@ class SQLiteStorage:
                         now=now,
                         category=None,
                         title=None,
-                    )
+                    ).fetchone()["id"]
                     added.append(url)
                 else:
-                    self._exec(conn, "feed_adopt_for_config", id=row["id"], left_config=LEFT_CONFIG)
+                    feed_id = row["id"]
+                    self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
+                self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)
             keep = set(wanted)
             for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
                 listed = row["url"] in keep or row["moved_from"] in keep
@@ -307,6 +313,7 @@ class SQLiteStorage:
                 recent_oldest=r["recent_oldest"],
                 redirect_to=r["redirect_to"],
                 redirect_seen=r["redirect_seen"],
+                identity=r["identity"],
             )
             for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
         ]
@@ -317,6 +324,7 @@ class SQLiteStorage:
         def work(conn: sqlite3.Connection) -> StageResult:
             created: list[int] = []
             linked = 0
+            revisions = 0
             for entry in intent.entries:
                 row = self._exec(
                     conn,
@@ -334,6 +342,10 @@ class SQLiteStorage:
                 if row is not None:
                     summary_id = row[0]
                     created.append(summary_id)
+                    if intent.identity == identity.AUTO and self._link_revision(
+                        conn, intent, entry, summary_id
+                    ):
+                        revisions += 1
                 else:
                     existing = self._exec(
                         conn, "stage_lookup", url=entry.url, title=entry.title
@@ -362,7 +374,7 @@ class SQLiteStorage:
                 next_poll_at=intent.next_poll_at,
                 warning=intent.warning,
             )
-            return StageResult(created_ids=tuple(created), linked=linked)
+            return StageResult(created_ids=tuple(created), linked=linked, revisions=revisions)
 
         return self._write(work)
 
@@ -379,6 +391,34 @@ class SQLiteStorage:
                 )
             ).rowcount
         )
+
+    def _link_revision(
+        self, conn: sqlite3.Connection, intent: StageIntent, entry: Entry, summary_id: int
+    ) -> bool:
+        """In the staging transaction: is the row just created another version of an
+        earlier story (identity.revision)? Then it is linked, never fetched, and its title
+        becomes the article's."""
+
+        def root(name: str, **params: Any) -> int | None:
+            row = self._exec(
+                conn, name, id=summary_id, since=intent.window_start, **params
+            ).fetchone()
+            return None if row is None else int(row["root"])
+
+        link = identity.revision(
+            by_guid=root("identity_by_guid", feed_id=intent.feed_id, guid=entry.guid)
+            if entry.guid
+            else None,
+            by_url=root("identity_by_url", url=entry.url),
+            by_canonical=root("identity_by_canonical_page", url=entry.url),
+        )
+        if link is None or link.target == summary_id:
+            return False
+        self._exec(
+            conn, "identity_mark_revision", id=summary_id, root=link.target, reason=link.reason
+        )
+        self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
+        return True
 
     def record_not_modified(
         self,
@@ -436,11 +476,11 @@ class SQLiteStorage:
                     published=r["published"],
                     author=r["author"],
                     attempts=r["attempts"],
-                    feed_urls=tuple(
-                        f["url"] for f in self._exec(conn, "extract_feeds_of", id=r["id"])
-                    ),
+                    feed_urls=tuple(f["url"] for f in feeds),
+                    heuristics=all(f["identity"] == identity.AUTO for f in feeds),
                 )
                 for r in rows
+                for feeds in [self._exec(conn, "extract_feeds_of", id=r["id"]).fetchall()]
             ]
 
         return sorted(self._write(work), key=lambda job: job.id)
@@ -518,9 +558,52 @@ class SQLiteStorage:
         return total
 
     def save_article(
-        self, job_id: int, article: Article, published: str | None, fetched_at: str
-    ) -> None:
-        def work(conn: sqlite3.Connection) -> None:
+        self,
+        job_id: int,
+        article: Article,
+        published: str | None,
+        fetched_at: str,
+        window_start: str | None = None,
+    ) -> LinkedEntry | None:
+        """Store the article, or, when its page is an article already in news (same
+        canonical URL, or a fingerprint within identity.MAX_DISTANCE among the articles
+        fetched since ``window_start``; None: no heuristics), link the row to it. Returns
+        the link made, or None when the article was stored."""
+
+        def work(conn: sqlite3.Connection) -> LinkedEntry | None:
+            if window_start is not None:
+                same_page = (
+                    self._exec(
+                        conn, "identity_news_by_canonical", canonical=article.canonical_url
+                    ).fetchone()
+                    if article.canonical_url
+                    else None
+                )
+                link = identity.duplicate(
+                    by_canonical=None if same_page is None else int(same_page["id"]),
+                    print_=article.fingerprint,
+                    recent=(
+                        (int(r["id"]), int(r["fingerprint"]))
+                        for r in self._exec(conn, "identity_recent_prints", since=window_start)
+                    )
+                    if article.fingerprint is not None
+                    else (),
+                )
+                if link is not None:
+                    self._exec(
+                        conn,
+                        "identity_mark_duplicate",
+                        id=job_id,
+                        news_id=link.target,
+                        reason=link.reason,
+                    )
+                    return LinkedEntry(
+                        id=job_id,
+                        url="",
+                        title="",
+                        first_seen_at=fetched_at,
+                        reason=f"{link.reason}: article {link.target}",
+                    )
             self._exec(
                 conn,
                 "extract_save",
@@ -530,10 +613,38 @@ class SQLiteStorage:
                 language=article.language,
                 body=article.text,
                 fetched_at=fetched_at,
+                canonical_url=article.canonical_url,
+                fingerprint=article.fingerprint,
             )
             self._exec(conn, "extract_done", id=job_id)
+            return None
 
-        self._write(work)
+        return self._write(work)
+
+    def news_links(self, news_id: int) -> tuple[list[LinkedEntry], list[LinkedEntry]]:
+        """(revisions, duplicates) of an article: its titles over time, and the entries
+        found to be it under another URL."""
+        rows = self._read("news_by_id", id=news_id)
+        if not rows:
+            return [], []
+        summary = self._read("news_summary_of", id=news_id)[0]["summary_id"]
+
+        def linked(name: str, **params: Any) -> list[LinkedEntry]:
+            return [
+                LinkedEntry(
+                    id=r["id"],
+                    url=r["url"],
+                    title=r["title"],
+                    first_seen_at=r["first_seen_at"],
+                    reason=r["link_reason"],
+                )
+                for r in self._read(name, **params)
+            ]
+
+        return (
+            linked("identity_revisions", root=summary),
+            linked("identity_duplicates", news_id=news_id),
+        )
 
     def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None:
         self._write(
