@@ -267,3 +267,31 @@ def start_daemon(
 ) -> Callable[..., RunningDaemon]:
     """start_daemon(**environment): a daemon on the fs_card set-up."""
     return lambda **extra_env: start_daemon_for(fs_card, **extra_env)
+
+
+def on_a_terminal(
+    command: list[str], environment: dict[str, str], timeout: float = 120
+) -> tuple[int, str]:
+    """Run ``command`` with a pseudo-terminal as its stdin, stdout and stderr (what a user
+    at a terminal gives it); returns its exit code and everything it printed."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child
+        os.execve(command[0], command, environment)
+    output = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal: it is done
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output.decode("utf-8", "replace")

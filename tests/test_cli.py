@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from conftest import FeedsyncEnv, Site, cli_env
+from conftest import FeedsyncEnv, Site, cli_env, on_a_terminal
 from sitegen import Item
 
 
@@ -112,28 +108,10 @@ def test_no_feeds_is_a_hint_not_an_error(fs: FeedsyncEnv) -> None:
 
 def test_terminal_gets_progress_bars(fs: FeedsyncEnv, site: Site) -> None:
     fs.configure([site.feed("f.xml", [Item("Story", site.page("story"))])])
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: feedsync with a terminal on stdin/stdout/stderr
-        os.execve(
-            sys.executable,
-            fs.command("run"),
-            {**cli_env(fs.root / "home"), "TERM": "xterm", "COLUMNS": "100"},
-        )
-    output = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-    _, status = os.waitpid(pid, 0)
-    text = output.decode("utf-8", "replace")
-    assert os.waitstatus_to_exitcode(status) == 0, text
+    code, text = on_a_terminal(
+        fs.command("run"), {**cli_env(fs.root / "home"), "TERM": "xterm", "COLUMNS": "100"}
+    )
+    assert code == 0, text
     assert "polling feeds" in text and "extracting articles" in text
     assert "1 articles extracted" in text
 

@@ -7,20 +7,16 @@ import csv
 import io
 import json
 import os
-import pty
 import re
-import select
 import sqlite3
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sitegen
-from conftest import FeedsyncEnv, RunningDaemon, cli_env, wait_until
+from conftest import FeedsyncEnv, RunningDaemon, cli_env, on_a_terminal, wait_until
 from sitegen import Item
 
 from feedsync.localserver import LocalServer
@@ -403,24 +399,7 @@ def _on_a_terminal(env: FeedsyncEnv, *args: str, no_color: bool) -> str:
     environment.pop("NO_COLOR", None)
     if no_color:
         environment["NO_COLOR"] = "1"
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, env.command(*args), environment)
-    output = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.waitpid(pid, 0)
-    return output.decode("utf-8", "replace")
+    return on_a_terminal(env.command(*args), environment, timeout=60)[1]
 
 
 def test_colour_on_a_terminal_only_and_never_with_no_color(
