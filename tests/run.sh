@@ -33,8 +33,8 @@ fi
 .venv/bin/python -m pip install --quiet -e '.[test]'
 
 echo "tests/run.sh: ruff"
-.venv/bin/ruff check feedsync tests
-.venv/bin/ruff format --check feedsync tests
+.venv/bin/ruff check feedsync tests bench
+.venv/bin/ruff format --check feedsync tests bench
 echo "tests/run.sh: mypy"
 .venv/bin/mypy
 echo "tests/run.sh: shellcheck"

@@ -1,0 +1,150 @@
+"""``python -m bench``: run every scenario, write RESULTS.md and results.json.
+
+    .venv/bin/python -m bench                      # full sizes, 5 runs: bench/RESULTS.md
+    .venv/bin/python -m bench --quick --output DIR # tiny sizes, 1 run (CI)
+    .venv/bin/python -m bench --only 1,2,7         # some scenarios (4 also runs 1-3)
+
+Exit status: 0 when every scenario ran, 1 when one failed (the others still run and the
+report says which failed and why), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shlex
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench import baseline
+from bench.common import BENCH, Bench, Params, Result
+from bench.measure import BenchError, machine
+from bench.report import write
+from bench.scenarios import extract, ingest, memory, scale, startup, writes
+
+QUICK_OUTPUT = BENCH / "quick-results"
+
+
+def _scenarios(text: str) -> set[int]:
+    try:
+        chosen = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1,3,7, got {text!r}") from None
+    if not chosen or not chosen <= set(range(1, 8)):
+        raise argparse.ArgumentTypeError(f"scenarios are 1 to 7, got {text!r}")
+    return chosen
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 run (CI)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help=f"folder for RESULTS.md and results.json (default: bench/, or {QUICK_OUTPUT.name}/"
+        " under bench/ with --quick)",
+    )
+    parser.add_argument("--only", type=_scenarios, help="scenarios to run, e.g. 1,3,7")
+    parser.add_argument("--repeat", type=int, help="runs per side (default 5; quick: 1)")
+    parser.add_argument("--feeds", type=int, help="N feeds (default 200)")
+    parser.add_argument("--entries", type=int, help="M entries per feed (default 50)")
+    parser.add_argument("--articles", type=int, help="K articles to extract (default 100)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folders")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    params = Params.quick_mode() if args.quick else Params()
+    overrides = {
+        name: getattr(args, name)
+        for name in ("repeat", "feeds", "entries", "articles")
+        if getattr(args, name) is not None
+    }
+    if any(v < 1 for v in overrides.values()):
+        print("python -m bench: sizes and --repeat must be at least 1", file=sys.stderr)
+        return 2
+    params = replace(params, **overrides)
+    output = args.output or (QUICK_OUTPUT if args.quick else BENCH)
+    chosen = args.only or set(range(1, 8))
+    if 4 in chosen:
+        chosen |= {1, 2, 3}  # scenario 4 reports the memory of 1 and 3's runs
+
+    started = time.monotonic()
+    bench = Bench(params, keep=args.keep, verbose=not args.quiet)
+    results: list[Result] = []
+    failures: dict[int, str] = {}
+    reader: str | None = None
+    sides: dict[str, Any] = {}  # the raw runs of 1-2 and 3, for scenario 4
+
+    def attempt(numbers: tuple[int, ...], step: Callable[[], list[Result]]) -> None:
+        begun = time.monotonic()
+        try:
+            made = step()
+        except (BenchError, OSError, ValueError, KeyError, AssertionError) as exc:
+            detail = str(exc) if isinstance(exc, BenchError) else traceback.format_exc()
+            bench.log(f"scenario {numbers} FAILED: {detail.splitlines()[0] if detail else exc}")
+            for number in numbers:
+                failures[number] = detail or repr(exc)
+            return
+        for result in made:
+            result.seconds = time.monotonic() - begun
+            results.append(result)
+
+    try:
+        bench.log(f"bench: scratch space {bench.ram} (RAM) and {bench.disk} (disk)")
+        if chosen & {1, 2}:
+
+            def step_ingest() -> list[Result]:
+                cold, steady, ours, theirs = ingest.run(bench)
+                sides["ingest"] = (ours, theirs)
+                return [r for r in (cold, steady) if r.number in chosen]
+
+            attempt((1, 2), step_ingest)
+            with contextlib.suppress(BenchError):
+                reader = baseline.ensure(bench.log)
+        if 3 in chosen:
+
+            def step_extract() -> list[Result]:
+                result, ours, theirs = extract.run(bench)
+                sides["extract"] = (ours, theirs)
+                return [result]
+
+            attempt((3,), step_extract)
+        if 4 in chosen:
+            if "ingest" in sides and "extract" in sides:
+                attempt((4,), lambda: [memory.run(bench, sides["ingest"], sides["extract"])])
+            else:
+                failures[4] = "needs the runs of scenarios 1 and 3, which failed"
+        if 5 in chosen:
+            attempt((5,), lambda: [writes.run(bench)])
+        if 6 in chosen:
+            attempt((6,), lambda: [scale.run(bench)])
+        if 7 in chosen:
+            attempt((7,), lambda: [startup.run(bench)])
+    finally:
+        bench.close()
+
+    command = "python -m bench " + shlex.join(argv if argv is not None else sys.argv[1:])
+    md, js = write(
+        output,
+        results,
+        failures,
+        params=params,
+        machine=machine(),
+        reader=reader,
+        command=command.strip(),
+        seconds=time.monotonic() - started,
+    )
+    bench.log(f"bench: wrote {md} and {js} ({len(results)} scenarios, {len(failures)} failed)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""What every scenario shares: sizes, the server, scratch folders, configs, results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.measure import Summary, summary
+from feedsync.localserver import LocalServer
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+DRIVERS = BENCH / "drivers"
+SHM = Path("/dev/shm")
+
+
+@dataclass(frozen=True)
+class Params:
+    """The sizes of one bench run (``--quick`` shrinks all of them)."""
+
+    quick: bool = False
+    repeat: int = 5  # runs per side of every measurement
+    feeds: int = 200  # N, scenarios 1-2
+    entries: int = 50  # M per feed
+    articles: int = 100  # K, scenario 3
+    concurrency: int = 8  # [poll] concurrency = per_host; reader's update workers
+    workers: int = 2  # [extract] workers
+    daemons: int = 5  # scenario 4: daemons run side by side, one "run" each
+    daemon_feeds: int = 10
+    daemon_polls: int = 96  # polls per feed: a day at one poll every 15 minutes
+    day_feeds: int = 20  # scenario 5
+    day_entries: int = 20
+    day_passes: int = 96  # a day of cron runs every 15 minutes
+    day_news_every: int = 8  # every 8th pass brings new articles (12 a day)
+    day_news: int = 4  # articles per such pass
+    scale_small: int = 10_000  # scenario 6: rows in news_summary
+    scale_large: int = 1_000_000
+    scale_polls: int = 50  # stage() calls timed per run
+    startup_repeat: int = 10  # scenario 7 is cheap: more runs
+
+    @classmethod
+    def quick_mode(cls) -> Params:
+        return cls(
+            quick=True,
+            repeat=1,
+            feeds=10,
+            entries=5,
+            articles=5,
+            daemons=1,
+            daemon_feeds=3,
+            daemon_polls=6,
+            day_feeds=4,
+            day_entries=5,
+            day_passes=8,
+            day_news_every=4,
+            day_news=2,
+            scale_small=1_000,
+            scale_large=10_000,
+            scale_polls=5,
+            startup_repeat=2,
+        )
+
+
+@dataclass
+class Row:
+    """One metric of one scenario: feedsync against its baseline, over the runs."""
+
+    metric: str
+    unit: str
+    feedsync: Summary
+    baseline: Summary
+    lower_is_better: bool | None = True  # None: 1.0 is the goal (growth, scale)
+    digits: int = 2
+
+    @property
+    def ratio(self) -> float | None:
+        base = self.baseline.median
+        return None if base == 0 else self.feedsync.median / base
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "feedsync": self.feedsync.as_dict(),
+            "baseline": self.baseline.as_dict(),
+            "ratio": self.ratio,
+            "lower_is_better": self.lower_is_better,
+        }
+
+
+@dataclass
+class Result:
+    """A scenario's outcome: its rows, what the baseline was, and facts worth telling."""
+
+    number: int
+    title: str
+    feedsync: str  # what ran on feedsync's side
+    baseline: str  # what ran on the baseline's side
+    rows: list[Row] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def row(
+        self,
+        metric: str,
+        unit: str,
+        feedsync: Sequence[float],
+        baseline: Sequence[float],
+        *,
+        lower_is_better: bool | None = True,
+        digits: int = 2,
+    ) -> Row:
+        made = Row(metric, unit, summary(feedsync), summary(baseline), lower_is_better, digits)
+        self.rows.append(made)
+        return made
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.number,
+            "title": self.title,
+            "feedsync": self.feedsync,
+            "baseline": self.baseline,
+            "rows": [r.as_dict() for r in self.rows],
+            "details": self.details,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+class Bench:
+    """The shared state of a bench run: the loopback server, scratch folders, logging."""
+
+    def __init__(self, params: Params, *, keep: bool = False, verbose: bool = True):
+        self.params = params
+        self.keep = keep
+        self.verbose = verbose
+        self.python = sys.executable  # feedsync's interpreter (the dev venv)
+        # the live databases on tmpfs, as feedsync keeps them; the "SD card" on disk
+        self.ram = Path(
+            tempfile.mkdtemp(prefix="feedsync-bench-", dir=SHM if SHM.is_dir() else None)
+        )
+        self.disk = Path(tempfile.mkdtemp(prefix="feedsync-bench-", dir="/var/tmp"))
+        self.server = LocalServer().start()
+        self._started = time.monotonic()
+
+    def close(self) -> None:
+        self.server.stop()
+        if not self.keep:
+            shutil.rmtree(self.ram, ignore_errors=True)
+            shutil.rmtree(self.disk, ignore_errors=True)
+
+    def log(self, message: str) -> None:
+        if self.verbose:
+            elapsed = time.monotonic() - self._started
+            print(f"[{elapsed:6.0f}s] {message}", file=sys.stderr, flush=True)
+
+    def folder(self, *parts: str, disk: bool = False) -> Path:
+        """A new empty folder under the scratch space (tmpfs unless ``disk``)."""
+        path = (self.disk if disk else self.ram).joinpath(*parts)
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    def feedsync_command(self, config: Path, *args: str) -> list[str]:
+        return [self.python, "-m", "feedsync", "--config", str(config), *args]
+
+    def driver(self, name: str, *args: str, python: str | Path | None = None) -> list[str]:
+        return [str(python or self.python), str(DRIVERS / name), *args]
+
+    def config(
+        self,
+        path: Path,
+        feeds: Sequence[str],
+        *,
+        db: Path,
+        snapshot: Path | None = None,
+        **sections: dict[str, Any],
+    ) -> Path:
+        """A feedsync config file: everything on one loopback host, so no politeness delay,
+        per_host = concurrency, [extract] workers as the params say."""
+        storage: dict[str, Any] = {"db": str(db)}
+        if snapshot is not None:
+            storage["snapshot"] = str(snapshot)
+        settings: dict[str, dict[str, Any]] = {
+            "storage": storage,
+            "poll": {"concurrency": self.params.concurrency, "per_host": self.params.concurrency},
+            "fetch": {"host_delay": "0s"},
+            "extract": {"workers": self.params.workers},
+        }
+        for name, values in sections.items():
+            settings.setdefault(name, {}).update(values)
+        lines: list[str] = []
+        for name, values in settings.items():
+            lines.append(f"[{name}]")
+            lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+        for url in feeds:
+            lines += ["[[feeds]]", f"url = {json.dumps(url)}"]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """A closed SQLite database (and its -wal, if any) to another place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal"):
+        src = source.with_name(source.name + suffix)
+        if src.exists():
+            shutil.copyfile(src, target.with_name(target.name + suffix))
+
+
+def mb(kb: float) -> float:
+    return kb / 1024

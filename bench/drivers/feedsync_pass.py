@@ -1,0 +1,43 @@
+"""One feedsync pass through its Python API, as ``feedsync run`` does it, but choosing
+whether the extraction stage runs: ``--no-extract`` stages the new entries and stops
+(there is no CLI flag for a poll-only pass).
+
+    python bench/drivers/feedsync_pass.py CONFIG [--no-extract]
+
+Mirrors ``feedsync.cli.cmd_run``: load the config, open the storage and bring the config's
+feeds in (the CLI's own ``_open``), one :class:`feedsync.pipeline.Pass`, close. Prints the
+pass's counters as one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from feedsync import config as config_module
+from feedsync.cli import _open
+from feedsync.pipeline import Pass
+from feedsync.progress import PlainProgress
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("config")
+    parser.add_argument("--no-extract", action="store_true")
+    args = parser.parse_args()
+    config = config_module.load(args.config)
+    storage = _open(config)
+    try:
+        stats = Pass(
+            config, storage, PlainProgress(summary=False), extract=not args.no_extract
+        ).run()
+    finally:
+        storage.close()
+    print(json.dumps(asdict(stats)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

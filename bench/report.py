@@ -1,0 +1,191 @@
+"""RESULTS.md and results.json from the scenarios' results.
+
+The Markdown has the summary table (scenario, metric, feedsync and baseline as
+min / median / max, the ratio of the medians, machine, date), then one section per
+scenario with what ran on each side, the measured facts, and the analysis paragraph kept
+in bench/analysis.md (written by hand from a full run; not included in quick mode).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from bench.common import BENCH, Params, Result, Row
+from bench.measure import machine_short
+
+ANALYSIS = BENCH / "analysis.md"
+
+
+def versions(reader: str | None) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name in ("feedsync", "trafilatura", "feedparser", "httpx", "lxml"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "?"
+    if reader:
+        found["reader (baseline venv)"] = reader
+    return found
+
+
+def _number(value: float, digits: int) -> str:
+    if digits == 0:
+        return f"{value:,.0f}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}"
+
+
+def _cell(row: Row, side: str) -> str:
+    s = row.feedsync if side == "feedsync" else row.baseline
+    unit = f" {row.unit}" if row.unit else ""
+    if s.min == s.max:
+        return f"{_number(s.median, row.digits)}{unit}"
+    return (
+        f"{_number(s.min, row.digits)} / **{_number(s.median, row.digits)}** / "
+        f"{_number(s.max, row.digits)}{unit}"
+    )
+
+
+def verdict(row: Row) -> str:
+    ratio = row.ratio
+    if ratio is None:
+        return "–" if row.feedsync.median == 0 else "∞"
+    text = f"{ratio:.2f}×"
+    if row.lower_is_better is None:  # growth: 1.00 is the goal
+        change = (ratio - 1) * 100
+        return f"{text} (flat)" if abs(change) < 2 else f"{text} ({change:+.0f}%)"
+    better = ratio < 1 if row.lower_is_better else ratio > 1
+    if abs(ratio - 1) < 0.05:
+        return f"{text} (≈ same)"
+    return f"{text} ({'better' if better else 'worse'})"
+
+
+def analysis_sections() -> dict[int, str]:
+    """Scenario number -> its hand-written paragraph(s), from bench/analysis.md."""
+    if not ANALYSIS.exists():
+        return {}
+    sections: dict[int, str] = {}
+    current: int | None = None
+    lines: list[str] = []
+    for line in ANALYSIS.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^## (\d+)\b", line)
+        if heading:
+            if current is not None:
+                sections[current] = "\n".join(lines).strip()
+            current, lines = int(heading.group(1)), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        sections[current] = "\n".join(lines).strip()
+    return sections
+
+
+def write(
+    output: Path,
+    results: list[Result],
+    failures: dict[int, str],
+    *,
+    params: Params,
+    machine: dict[str, Any],
+    reader: str | None,
+    command: str,
+    seconds: float,
+) -> tuple[Path, Path]:
+    output.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC)
+    data = {
+        "mode": "quick" if params.quick else "full",
+        "date": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine,
+        "versions": versions(reader),
+        "params": params.__dict__,
+        "command": command,
+        "seconds": round(seconds, 1),
+        "scenarios": [r.as_dict() for r in sorted(results, key=lambda r: r.number)],
+        "failures": {str(k): v for k, v in failures.items()},
+    }
+    json_path = output / "results.json"
+    json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path = output / "RESULTS.md"
+    md_path.write_text(_markdown(data, results, failures, params, seconds), encoding="utf-8")
+    return md_path, json_path
+
+
+def _markdown(
+    data: dict[str, Any],
+    results: list[Result],
+    failures: dict[int, str],
+    params: Params,
+    seconds: float,
+) -> str:
+    machine = data["machine"]
+    short = machine_short(machine)
+    day = data["date"][:10]
+    mode = (
+        "quick mode (tiny sizes, 1 run: checks the harness, not the speed)"
+        if params.quick
+        else (f"full run, {params.repeat} runs per side")
+    )
+    out = [
+        "# feedsync benchmark results",
+        "",
+        f"Measured {data['date'].replace('T', ' ')} ({mode}), in {seconds / 60:.0f} minutes.",
+        "",
+        f"**Machine**: {machine['cpu']}, {machine['cores']} cores, {machine['ram_gb']:g} GB RAM, "
+        f"Linux {machine['kernel']} ({machine['arch']}), Python {machine['python']}, "
+        f"SQLite {machine['sqlite']}. A shared virtual machine: other work runs beside the "
+        "bench and absolute times move from run to run; compare the ratios (both sides are "
+        "measured in the same run, interleaved) and the medians.",
+        "",
+        "**Versions**: " + ", ".join(f"{name} {ver}" for name, ver in data["versions"].items()),
+        "",
+        "**Reproduce** (from the repository root, in the dev venv): `.venv/bin/python -m bench`"
+        " (writes bench/RESULTS.md and bench/results.json). `.venv/bin/python -m bench --quick"
+        " --output /tmp/bench-quick` runs every scenario at tiny sizes (what CI does).",
+        "",
+        f"Sizes: N = {params.feeds} feeds x M = {params.entries} entries, K = {params.articles}"
+        f" articles, feedsync `[poll] concurrency = per_host = {params.concurrency}`, "
+        f'`[extract] workers = {params.workers}`, `[fetch] host_delay = "0s"` (one loopback '
+        "host). Cells are min / **median** / max over the runs; the ratio is feedsync's median "
+        "over the baseline's (for times and sizes below 1 is better for feedsync).",
+        "",
+        "| # | scenario | metric | feedsync | baseline | ratio | machine | date |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for result in sorted(results, key=lambda r: r.number):
+        for index, row in enumerate(result.rows):
+            title = result.title if index == 0 else ""
+            out.append(
+                f"| {result.number if index == 0 else ''} | {title} | {row.metric} | "
+                f"{_cell(row, 'feedsync')} | {_cell(row, 'baseline')} | {verdict(row)} | "
+                f"{short} | {day} |"
+            )
+    for number, reason in sorted(failures.items()):
+        out.append(
+            f"| {number} | FAILED | {reason.splitlines()[0][:120]} | | | | {short} | {day} |"
+        )
+    out.append("")
+
+    analysis = {} if params.quick else analysis_sections()
+    for result in sorted(results, key=lambda r: r.number):
+        out += [
+            f"## {result.number}. {result.title}",
+            "",
+            f"- feedsync: {result.feedsync}",
+            f"- baseline: {result.baseline}",
+        ]
+        out += [f"- {note}" for note in result.notes]
+        runs = result.rows[0].feedsync.runs if result.rows else ()
+        out += [f"- runs per side: {len(runs)}; scenario time {result.seconds:.0f} s", ""]
+        text = analysis.get(result.number)
+        if text:
+            out += [text, ""]
+    for number, reason in sorted(failures.items()):
+        out += [f"## {number}. FAILED", "", "```", reason[-3000:], "```", ""]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,9 @@
+"""The seven scenarios of issue 9, one module per concern:
+
+1-2. :mod:`bench.scenarios.ingest`: cold ingest and steady state against ``reader``.
+3. :mod:`bench.scenarios.extract`: fetch + extract against a bare httpx + trafilatura loop.
+4. :mod:`bench.scenarios.memory`: peak RSS (from 1 and 3) and an idle daemon over a day.
+5. :mod:`bench.scenarios.writes`: SD-card writes, snapshots against the database on disk.
+6. :mod:`bench.scenarios.scale`: staging with 1M against 10k rows already staged.
+7. :mod:`bench.scenarios.startup`: ``--help`` and a no-op run against the bare interpreter.
+"""

@@ -1,0 +1,178 @@
+"""Scenario 3: feedsync's fetch + extract stage for K new articles against a bare loop.
+
+feedsync: ``feedsync run --json`` (the CLI, as a user runs it) on a database where the K
+articles are already staged (a poll-only pass made it once; each run gets a fresh copy)
+and whose feeds all answer 304, so only the extraction stage works: K pages fetched
+(concurrency ``[poll] concurrency``) and extracted by ``[extract] workers`` processes.
+Baseline: a sequential loop of httpx GET + ``trafilatura.extract`` over the same K
+pages (bench/drivers/bare_extract.py).
+
+Both sides are also run with nothing to do (feedsync: the same run again, all done;
+baseline: importing httpx and trafilatura), so the CPU per article can be given without
+the fixed start-up cost. feedsync also runs with ``[extract] workers = 1``: on a small
+machine two extraction processes side by side cost more CPU per page than one (shared
+caches and memory bandwidth, a busy host), which is not feedsync's own overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import Bench, Result, copy_database
+from bench.measure import BenchError, Cost, last_json, measure
+from bench.world import World, corpus_pages, write_lines
+
+# the RunStats counters of an article that was fetched and extracted, whatever came of it
+DONE = ("extracted", "extract_failed", "gone", "duplicates")
+
+
+@dataclass(frozen=True)
+class Side:
+    work: Cost  # K articles
+    idle: Cost  # the same with nothing to extract
+    extracted: int
+    page_requests: int
+
+
+def _world(bench: Bench) -> World:
+    """K articles, each in up to 3 of K/10 feeds."""
+    k = bench.params.articles
+    feeds = max(3, k // 10)
+    entries = -(-k * 3 // feeds)
+    world = World(
+        bench.server, "extract", feeds, entries, pages=corpus_pages(), distinct_pages=True
+    )
+    if len(world.articles) < k:
+        raise BenchError(f"the extraction world has {len(world.articles)} articles, not {k}")
+    return world
+
+
+def run(bench: Bench) -> tuple[Result, list[Side], list[Side]]:
+    p = bench.params
+    world = _world(bench)
+    k = len(world.articles)
+    lists = bench.folder("extract", "lists")
+    urls_file = str(write_lines(lists / "pages.txt", world.article_urls()))
+
+    # the template: the K articles staged, the feeds' validators stored
+    template = bench.folder("extract", "template") / "feedsync.db"
+    config = bench.config(template.parent / "feedsync.toml", world.feed_urls, db=template)
+    staged = last_json(
+        measure(bench.driver("feedsync_pass.py", str(config), "--no-extract")).stdout
+    )
+    if staged["staged"] != k:
+        raise BenchError(f"staging the extraction world gave {staged}")
+
+    ours: list[Side] = []
+    single: list[Side] = []  # feedsync with one extraction worker
+    theirs: list[Side] = []
+    for rep in range(p.repeat):
+        bench.log(f"scenario 3: run {rep + 1}/{p.repeat}")
+        if rep % 2 == 0:
+            ours.append(_feedsync(bench, world, template, rep, p.workers))
+            theirs.append(_bare(bench, world, urls_file))
+            single.append(_feedsync(bench, world, template, rep, 1))
+        else:
+            single.append(_feedsync(bench, world, template, rep, 1))
+            theirs.append(_bare(bench, world, urls_file))
+            ours.append(_feedsync(bench, world, template, rep, p.workers))
+
+    result = Result(
+        3,
+        f"Extraction: fetch + extract {k} new articles",
+        f"`feedsync run` (extraction stage; {p.workers} workers, concurrency {p.concurrency})",
+        "sequential httpx GET + trafilatura.extract (same options)",
+    )
+    result.row("wall time", "s", [s.work.wall for s in ours], [s.work.wall for s in theirs])
+    result.row(
+        "throughput",
+        "articles/s",
+        [k / s.work.wall for s in ours],
+        [k / s.work.wall for s in theirs],
+        lower_is_better=False,
+        digits=1,
+    )
+    result.row("CPU time", "s", [s.work.cpu for s in ours], [s.work.cpu for s in theirs])
+    result.row(
+        "CPU per article",
+        "ms",
+        [s.work.cpu * 1000 / k for s in ours],
+        [s.work.cpu * 1000 / k for s in theirs],
+        digits=1,
+    )
+    result.row(
+        "CPU per article, start-up excluded",
+        "ms",
+        [(s.work.cpu - s.idle.cpu) * 1000 / k for s in ours],
+        [(s.work.cpu - s.idle.cpu) * 1000 / k for s in theirs],
+        digits=1,
+    )
+    result.row(
+        "wall time, 1 extraction worker",
+        "s",
+        [s.work.wall for s in single],
+        [s.work.wall for s in theirs],
+    )
+    result.row(
+        "CPU per article, 1 extraction worker, start-up excluded",
+        "ms",
+        [(s.work.cpu - s.idle.cpu) * 1000 / k for s in single],
+        [(s.work.cpu - s.idle.cpu) * 1000 / k for s in theirs],
+        digits=1,
+    )
+    result.details = {
+        "articles": k,
+        "feeds": len(world.feed_paths),
+        "extracted": [ours[0].extracted, theirs[0].extracted],
+        "page_requests": [ours[0].page_requests, theirs[0].page_requests],
+        "idle_cpu_s": [min(s.idle.cpu for s in ours), min(s.idle.cpu for s in theirs)],
+        "page_bytes_total": sum(world.page_sizes.values()),
+    }
+    pages = "real news pages" if world.pages else "generated pages"
+    result.notes.append(
+        f"{k} {pages} (median {_median_kb(world):.0f} KB); feedsync's run also "
+        f"polls {len(world.feed_paths)} feeds (304) and stores every article (with its "
+        "full-text index); the bare loop stores nothing. 'Start-up excluded' subtracts a "
+        "run with nothing to extract (feedsync) / `import httpx, trafilatura` (baseline)."
+    )
+    return result, ours, theirs
+
+
+def _median_kb(world: World) -> float:
+    sizes = sorted(world.page_sizes.values())
+    return sizes[len(sizes) // 2] / 1024
+
+
+def _feedsync(bench: Bench, world: World, template: Path, rep: int, workers: int) -> Side:
+    folder = bench.folder("extract", f"feedsync-{rep}-{workers}")
+    db = folder / "feedsync.db"
+    copy_database(template, db)
+    config = bench.config(
+        folder / "feedsync.toml", world.feed_urls, db=db, extract={"workers": workers}
+    )
+    command = bench.feedsync_command(config, "run", "--json")
+    before = world.counters()
+    work = measure(command)
+    traffic = world.traffic(before)
+    stats = last_json(work.stdout)
+    k = len(world.articles)
+    tried = sum(stats.get(key, 0) for key in DONE)
+    if tried != k:
+        raise BenchError(f"feedsync's extraction run did not try all {k} articles: {stats}")
+    if traffic.feed_not_modified != len(world.feed_paths):
+        raise BenchError(f"the extraction world's feeds did not all answer 304: {traffic}")
+    idle = measure(command)
+    again = last_json(idle.stdout)
+    if again["extracted"] or again["staged"]:
+        raise BenchError(f"the second extraction run was not idle: {again}")
+    return Side(work.cost, idle.cost, stats["extracted"], traffic.page_requests)
+
+
+def _bare(bench: Bench, world: World, urls_file: str) -> Side:
+    before = world.counters()
+    work = measure(bench.driver("bare_extract.py", urls_file))
+    traffic = world.traffic(before)
+    stats = last_json(work.stdout)
+    idle = measure([bench.python, "-c", "import httpx, trafilatura"])
+    return Side(work.cost, idle.cost, stats["extracted"], traffic.page_requests)
