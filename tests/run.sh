@@ -38,6 +38,6 @@ echo "tests/run.sh: ruff"
 echo "tests/run.sh: mypy"
 .venv/bin/mypy
 echo "tests/run.sh: shellcheck"
-shellcheck install.sh tests/run.sh .ci/run
+shellcheck install.sh tests/run.sh .ci/run tests/pi/*.sh
 echo "tests/run.sh: pytest"
 exec .venv/bin/python -m pytest "$@"
