@@ -211,7 +211,8 @@ class Extractor:
         """Kill a pool that is stuck or broken; the next page starts a fresh one."""
         if self._pool is pool:
             self._pool = None
-        processes = list(getattr(pool, "_processes", {}).values())
+        # A broken pool has already set its _processes to None.
+        processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(Exception):

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
 import re
+import signal
 import statistics
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 import sitegen
-from conftest import corpus_or_skip
+from conftest import corpus_or_skip, wait_until
 
 from feedsync.extract import ExtractError, Extractor, _deadline, _PageTimeout, extract_html
 
@@ -85,6 +88,36 @@ def test_the_worker_pool_extracts_pages_side_by_side() -> None:
     texts = asyncio.run(main())
     for slug, text in texts.items():
         assert sitegen.prose(slug)[0] in text
+
+
+def test_workers_killed_mid_page_fail_their_pages_and_the_next_gets_fresh_workers() -> None:
+    """The kernel's OOM killer on a 1 GB Pi picks the biggest process: an extraction
+    worker. The pages in flight fail with a reason (retried later); the run goes on."""
+    paragraphs = "".join(f"<div><p>{p}</p></div>" for p in sitegen.prose("huge", 3000, 4))
+    huge = f"<html><body><article>{paragraphs}</article></body></html>".encode()
+    page = sitegen.article_page("After the crash", seed="after").encode()
+
+    async def main() -> str:
+        extractor = Extractor(workers=2, timeout=60)
+        try:
+            pool = extractor._ensure_pool()
+            # two pages in flight on the pool that breaks: both see it broken
+            work = [
+                asyncio.ensure_future(extractor.extract(huge, f"https://e.com/huge-{n}"))
+                for n in range(2)
+            ]
+            processes: dict[int, Any] = pool._processes  # type: ignore[attr-defined]
+            await asyncio.to_thread(wait_until, lambda: len(processes) == 2, "two workers")
+            for process in list(processes.values()):
+                os.kill(process.pid, signal.SIGKILL)
+            for outcome in await asyncio.gather(*work, return_exceptions=True):
+                assert isinstance(outcome, ExtractError), outcome
+                assert "worker crashed" in str(outcome)
+            return (await extractor.extract(page, "https://e.com/after")).text
+        finally:
+            extractor.close()
+
+    assert sitegen.prose("after")[0] in asyncio.run(main())
 
 
 # ---------------------------------------------------------------- real pages with gold text
