@@ -113,17 +113,36 @@ def held_claims(env: FeedsyncEnv) -> int:
         ).fetchone()[0]
 
 
+def _mapped_shm_inodes() -> set[int]:
+    """The inodes of the /dev/shm files some live process has mapped. A named semaphore
+    in use is mapped by every process that opened it; glibc maps it under a temporary
+    name before linking it to its real one, so the inode, not the path, identifies it."""
+    inodes: set[int] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        with contextlib.suppress(OSError):
+            for line in maps.read_text().splitlines():
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].startswith("/dev/shm/"):
+                    inodes.add(int(fields[4]))
+    return inodes
+
+
 @pytest.fixture
 def leaked_semaphores() -> Iterator[None]:
     """SIGKILLing a whole process group kills multiprocessing's resource tracker too, so
     its named semaphores stay in /dev/shm (a real power cut empties /dev/shm anyway):
-    the test removes the ones its kills left."""
+    the test removes the ones its kills left, and only those no live process maps (the
+    semaphores of other feedsync processes on the machine are theirs: removing one
+    crashes their extraction workers, which the benchmark once did)."""
     shm = Path("/dev/shm")
     before = set(shm.glob("sem.mp-*")) if shm.is_dir() else set()
     yield
     if shm.is_dir():
+        in_use = _mapped_shm_inodes()
         for path in set(shm.glob("sem.mp-*")) - before:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                if path.stat().st_ino not in in_use:
+                    path.unlink()
 
 
 SETTINGS = {
