@@ -49,6 +49,9 @@ figure sd_bytes_window_feedsync "$([ "$c0" = NA ] && echo NA || echo $((c1 - c0)
 figure sd_bytes_per_hour_idle "$(((w1 - w0) * 3600 / window))" B "vda bytes scaled from the window to an hour"
 figure idle_cpu_seconds_window "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }')" s "service CPU in the window ($polls passes of 6-7 feeds, all 304)"
 figure rss_idle_after_polling_kb "$(rss_kb "$(main_pid)")" kB "VmRSS of the daemon after the window"
+figure rss_idle_service_kb "$(cg_rss_kb)" kB "VmRSS summed over every process of the service after the window ($(cg_nprocs) processes)"
+ps -o pid,ppid,rss,etime,args -p "$(paste -sd, "$CG/cgroup.procs")" >"$OUT/service-processes.txt" 2>&1
+cat "$OUT/service-processes.txt"
 log "journal disk usage: $journal_before -> $(journalctl --disk-usage 2>/dev/null)"
 journalctl -u feedsync --since "$since_mark" --no-pager | tail -20
 date +%s >"$OUT/shutdown-at"

@@ -76,8 +76,11 @@ phase() {  # NUMBER NAME [guest-run options...]
     rc=$?
     set -e
     echo "$number $name end $(date +%s.%N) $rc" >>"$work/phases.txt"
-    say "phase $number ($name): exit $rc; $(grep -c '^CHECK PASS' "$work/phase$number/results.txt" 2>/dev/null || echo 0) passed," \
-        "$(grep -c '^CHECK FAIL' "$work/phase$number/results.txt" 2>/dev/null || echo 0) failed; $(grep wall "$work/phase$number/run.txt" 2>/dev/null || true)"
+    local passed failed
+    passed=$(grep -c '^CHECK PASS' "$work/phase$number/results.txt" 2>/dev/null || true)
+    failed=$(grep -c '^CHECK FAIL' "$work/phase$number/results.txt" 2>/dev/null || true)
+    say "phase $number ($name): exit $rc; ${passed:-0} passed, ${failed:-0} failed;" \
+        "$(grep wall "$work/phase$number/run.txt" 2>/dev/null || true)"
 }
 
 main() {
