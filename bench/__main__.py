@@ -3,6 +3,7 @@
     .venv/bin/python -m bench                      # full sizes, 5 runs: bench/RESULTS.md
     .venv/bin/python -m bench --quick --output DIR # tiny sizes, 1 run (CI)
     .venv/bin/python -m bench --only 1,2,7         # some scenarios (4 also runs 1-3)
+    .venv/bin/python -m bench --render             # RESULTS.md again from results.json
 
 Exit status: 0 when every scenario ran, 1 when one failed (the others still run and the
 report says which failed and why), 2 for bad arguments.
@@ -24,7 +25,7 @@ from typing import Any
 from bench import baseline
 from bench.common import BENCH, Bench, Params, Result
 from bench.measure import BenchError, machine
-from bench.report import write
+from bench.report import render, write
 from bench.scenarios import extract, ingest, memory, scale, startup, writes
 
 QUICK_OUTPUT = BENCH / "quick-results"
@@ -54,6 +55,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--feeds", type=int, help="N feeds (default 200)")
     parser.add_argument("--entries", type=int, help="M entries per feed (default 50)")
     parser.add_argument("--articles", type=int, help="K articles to extract (default 100)")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: write RESULTS.md again from results.json (after editing"
+        " analysis.md)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch folders")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return parser.parse_args(argv)
@@ -72,6 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     params = replace(params, **overrides)
     output = args.output or (QUICK_OUTPUT if args.quick else BENCH)
+    if args.render:
+        try:
+            print(f"python -m bench: wrote {render(output)}", file=sys.stderr)
+        except (OSError, ValueError, KeyError) as exc:
+            where = output / "results.json"
+            print(f"python -m bench: cannot render {where}: {exc}", file=sys.stderr)
+            return 1
+        return 0
     chosen = args.only or set(range(1, 8))
     if 4 in chosen:
         chosen |= {1, 2, 3}  # scenario 4 reports the memory of 1 and 3's runs
@@ -94,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 failures[number] = detail or repr(exc)
             return
         for result in made:
-            result.seconds = time.monotonic() - begun
+            result.seconds = round(time.monotonic() - begun, 1)  # as results.json has it
             results.append(result)
 
     try:

@@ -92,7 +92,19 @@ class Row:
             "baseline": self.baseline.as_dict(),
             "ratio": self.ratio,
             "lower_is_better": self.lower_is_better,
+            "digits": self.digits,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Row:
+        return cls(
+            data["metric"],
+            data["unit"],
+            summary(data["feedsync"]["runs"]),
+            summary(data["baseline"]["runs"]),
+            data["lower_is_better"],
+            data.get("digits", 2),
+        )
 
 
 @dataclass
@@ -133,6 +145,19 @@ class Result:
             "notes": self.notes,
             "seconds": round(self.seconds, 1),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        return cls(
+            number=data["scenario"],
+            title=data["title"],
+            feedsync=data["feedsync"],
+            baseline=data["baseline"],
+            rows=[Row.from_dict(r) for r in data["rows"]],
+            details=data["details"],
+            notes=data["notes"],
+            seconds=data["seconds"],
+        )
 
 
 class Bench:

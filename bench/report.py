@@ -67,23 +67,22 @@ def verdict(row: Row) -> str:
 
 
 def analysis_sections() -> dict[int, str]:
-    """Scenario number -> its hand-written paragraph(s), from bench/analysis.md."""
+    """Scenario number -> its hand-written paragraph(s), from bench/analysis.md; 0 -> the
+    text before the first scenario (about the whole run), without the file's title."""
     if not ANALYSIS.exists():
         return {}
     sections: dict[int, str] = {}
-    current: int | None = None
+    current = 0
     lines: list[str] = []
     for line in ANALYSIS.read_text(encoding="utf-8").splitlines():
         heading = re.match(r"^## (\d+)\b", line)
         if heading:
-            if current is not None:
-                sections[current] = "\n".join(lines).strip()
+            sections[current] = "\n".join(lines).strip()
             current, lines = int(heading.group(1)), []
-        elif current is not None:
+        elif not line.startswith("# "):
             lines.append(line)
-    if current is not None:
-        sections[current] = "\n".join(lines).strip()
-    return sections
+    sections[current] = "\n".join(lines).strip()
+    return {number: text for number, text in sections.items() if text}
 
 
 def write(
@@ -98,6 +97,7 @@ def write(
     seconds: float,
 ) -> tuple[Path, Path]:
     output.mkdir(parents=True, exist_ok=True)
+    seconds = round(seconds, 1)  # as results.json keeps it, so that render() agrees
     stamp = datetime.now(UTC)
     data = {
         "mode": "quick" if params.quick else "full",
@@ -115,6 +115,20 @@ def write(
     md_path = output / "RESULTS.md"
     md_path.write_text(_markdown(data, results, failures, params, seconds), encoding="utf-8")
     return md_path, json_path
+
+
+def render(output: Path) -> Path:
+    """Write RESULTS.md again from results.json, e.g. after editing analysis.md: the
+    figures stay those of the run."""
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    results = [Result.from_dict(s) for s in data["scenarios"]]
+    failures = {int(k): v for k, v in data["failures"].items()}
+    params = Params(**data["params"])
+    md_path = output / "RESULTS.md"
+    md_path.write_text(
+        _markdown(data, results, failures, params, data["seconds"]), encoding="utf-8"
+    )
+    return md_path
 
 
 def _markdown(
@@ -155,6 +169,11 @@ def _markdown(
         "host). Cells are min / **median** / max over the runs; the ratio is feedsync's median "
         "over the baseline's (for times and sizes below 1 is better for feedsync).",
         "",
+    ]
+    analysis = {} if params.quick else analysis_sections()
+    if 0 in analysis:
+        out += [analysis[0], ""]
+    out += [
         "| # | scenario | metric | feedsync | baseline | ratio | machine | date |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -172,7 +191,6 @@ def _markdown(
         )
     out.append("")
 
-    analysis = {} if params.quick else analysis_sections()
     for result in sorted(results, key=lambda r: r.number):
         out += [
             f"## {result.number}. {result.title}",

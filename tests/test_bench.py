@@ -47,3 +47,15 @@ def test_quick_bench_runs_every_scenario_against_its_baseline(tmp_path: Path) ->
     assert "| # | scenario | metric | feedsync | baseline | ratio | machine | date |" in report
     for number in range(1, 8):
         assert f"\n## {number}. " in report
+
+    # --render writes the same report again from results.json, measuring nothing
+    (output / "RESULTS.md").unlink()
+    again = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--render", "--output", str(output)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (output / "RESULTS.md").read_text() == report
