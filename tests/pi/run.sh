@@ -14,7 +14,7 @@
 #               in news, figures (RSS, CPU, snapshot), stop writes the snapshot; clean power-off
 #   2 reboot    live database restored from the snapshot, nothing fetched again; bytes
 #               written to the "SD card" while the daemon polls
-#   3 powercut  a new wave of articles, then kill -9 of qemu at a random instant
+#   3 powercut  a new wave of articles; once staged, kill -9 of qemu at a random instant
 #   4 after     snapshot integrity, service up, news complete after one poll; install.sh
 #               again (upgrade), --uninstall, --cron with the service gone
 # then tests/pi/check.py prints PASS/FAIL per check (the guest's and the server's) and the
@@ -32,7 +32,7 @@ from=1
 port=${PORT:-18080}
 world_pid=
 SD_WINDOW=${SD_WINDOW:-600}   # seconds of polling over which the card's writes are counted
-CUT_WITHIN=${CUT_WITHIN:-240} # the power cut falls 0..this many seconds after the new wave
+CUT_WITHIN=${CUT_WITHIN:-180} # the power cut falls 0..this many seconds after the daemon staged the new wave
 
 say() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
