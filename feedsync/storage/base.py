@@ -1,0 +1,603 @@
+"""What both engines share: every storage method written once, over named queries.
+
+:class:`SQLStorage` holds the logic of :class:`feedsync.storage.Storage` (which queries
+run, in which transaction, how rows become records). An engine subclass
+(:mod:`feedsync.storage.sqlite`, :mod:`feedsync.storage.postgresql`) supplies how a
+transaction is opened and retried, how one named query runs, and what only it can do
+(snapshots, full-text search, streaming). The queries have the same names, tables and
+columns in ``sql/`` (SQLite) and ``sql/postgresql/``, so the same method works on both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from feedsync import identity
+from feedsync.decide import RedirectState
+from feedsync.records import (
+    Article,
+    ArticleJob,
+    Entry,
+    FailureOutcome,
+    Feed,
+    FeedHealth,
+    LinkedEntry,
+    NewsItem,
+    SearchHit,
+    SnapshotResult,
+    StageIntent,
+    StageResult,
+    StorageStatus,
+)
+
+T = TypeVar("T")
+
+# A DB-API connection of the engine; its rows are read by column name.
+Connection = Any
+
+# Reason stored on a config-owned feed whose line left the config file.
+LEFT_CONFIG = "not in the config file any more"
+
+
+class SQLStorage:
+    """The engine-independent part of a storage backend."""
+
+    #: where the data is, for messages (a path or a server; never a password)
+    location: str
+
+    # ------------------------------------------------------------ the engine's part
+
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one write transaction, retried whole when the engine says the
+        transaction met another (busy, deadlock): none does network I/O."""
+        raise NotImplementedError
+
+    def _read(self, name: str, **params: Any) -> list[Any]:
+        """The rows of one named query, in a transaction of its own."""
+        raise NotImplementedError
+
+    def _exec(self, conn: Connection, name: str, **params: Any) -> Any:
+        """One named query inside ``work``'s transaction; returns its cursor."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+        raise NotImplementedError
+
+    def status(self) -> StorageStatus:
+        raise NotImplementedError
+
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        raise NotImplementedError
+
+    def export_news(self, since: str) -> Iterator[NewsItem]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ feeds
+
+    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
+        modes = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, identity.AUTO)
+        wanted = list(modes)
+
+        def work(conn: Connection) -> list[str]:
+            added = []
+            for url, mode in modes.items():
+                row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
+                if row is None:
+                    feed_id = self._exec(
+                        conn,
+                        "feed_insert",
+                        url=url,
+                        origin="config",
+                        now=now,
+                        category=None,
+                        title=None,
+                    ).fetchone()["id"]
+                    added.append(url)
+                else:
+                    feed_id = row["id"]
+                    self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
+                self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)
+            keep = set(wanted)
+            for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
+                listed = row["url"] in keep or row["moved_from"] in keep
+                if not listed and row["enabled"]:
+                    self._exec(conn, "feed_disable", id=row["id"], reason=LEFT_CONFIG)
+            return added
+
+        return self._write(work)
+
+    def add_feed(
+        self, url: str, now: str, category: str | None = None, title: str | None = None
+    ) -> bool:
+        return self._write(
+            lambda conn: (
+                self._exec(
+                    conn,
+                    "feed_insert",
+                    url=url,
+                    origin="cli",
+                    now=now,
+                    category=category,
+                    title=title,
+                ).fetchone()
+                is not None
+            )
+        )
+
+    def remove_feed(self, url: str) -> bool:
+        def work(conn: Connection) -> bool:
+            row = self._exec(conn, "feed_by_url", url=url).fetchone()
+            if row is None:
+                return False
+            self._exec(conn, "feed_delete", id=row["id"])
+            return True
+
+        return self._write(work)
+
+    def feed_health(self) -> list[FeedHealth]:
+        return [
+            FeedHealth(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                enabled=bool(r["enabled"]),
+                disabled_reason=r["disabled_reason"],
+                origin=r["origin"],
+                latest_published=r["latest_published"],
+                last_poll_at=r["last_poll_at"],
+                last_success_at=r["last_success_at"],
+                error_count=r["error_count"],
+                last_error=r["last_error"],
+                entries=r["entries"],
+                last_warning=r["last_warning"],
+                moved_from=r["moved_from"],
+                category=r["category"],
+                next_poll_at=r["next_poll_at"],
+            )
+            for r in self._read("feed_health")
+        ]
+
+    def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
+        return [
+            Feed(
+                id=r["id"],
+                url=r["url"],
+                latest_published=r["latest_published"],
+                etag=r["etag"],
+                last_modified=r["last_modified"],
+                error_count=r["error_count"],
+                polled_before=bool(r["polled_before"]),
+                recent_entries=r["recent_entries"],
+                recent_oldest=r["recent_oldest"],
+                redirect_to=r["redirect_to"],
+                redirect_seen=r["redirect_seen"],
+                identity=r["identity"],
+            )
+            for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
+        ]
+
+    # ------------------------------------------------------------ stages 1 and 2
+
+    def stage(self, intent: StageIntent) -> StageResult:
+        def work(conn: Connection) -> StageResult:
+            created: list[int] = []
+            linked = 0
+            revisions = 0
+            for entry in intent.entries:
+                row = self._exec(
+                    conn,
+                    "stage_insert",
+                    url=entry.url,
+                    title=entry.title,
+                    published=entry.published,
+                    summary=entry.summary,
+                    author=entry.author,
+                    guid=entry.guid,
+                    now=intent.polled_at,
+                    owner=intent.owner,
+                    lease_until=intent.lease_until,
+                ).fetchone()
+                if row is not None:
+                    summary_id = row["id"]
+                    created.append(summary_id)
+                    if intent.identity == identity.AUTO and self._link_revision(
+                        conn, intent, entry, summary_id
+                    ):
+                        revisions += 1
+                else:
+                    existing = self._exec(
+                        conn, "stage_lookup", url=entry.url, title=entry.title
+                    ).fetchone()
+                    summary_id = existing["id"]
+                    if existing["published"] is None and entry.published is not None:
+                        self._exec(
+                            conn, "stage_fill_date", id=summary_id, published=entry.published
+                        )
+                linked += self._exec(
+                    conn,
+                    "stage_link",
+                    feed_id=intent.feed_id,
+                    summary_id=summary_id,
+                    now=intent.polled_at,
+                ).rowcount
+            self._exec(
+                conn,
+                "stage_feed_polled",
+                feed_id=intent.feed_id,
+                newest=intent.newest_published,
+                title=intent.feed_title,
+                etag=intent.etag,
+                last_modified=intent.last_modified,
+                now=intent.polled_at,
+                next_poll_at=intent.next_poll_at,
+                warning=intent.warning,
+            )
+            return StageResult(created_ids=tuple(created), linked=linked, revisions=revisions)
+
+        return self._write(work)
+
+    def claim_feed(self, feed_id: int, owner: str, now: str, lease_until: str) -> bool:
+        return bool(
+            self._write(
+                lambda conn: self._exec(
+                    conn,
+                    "poll_claim",
+                    feed_id=feed_id,
+                    owner=owner,
+                    now=now,
+                    lease_until=lease_until,
+                )
+            ).rowcount
+        )
+
+    def _link_revision(
+        self, conn: Connection, intent: StageIntent, entry: Entry, summary_id: int
+    ) -> bool:
+        """In the staging transaction: is the row just created another version of an
+        earlier story (identity.revision)? Then it is linked, never fetched, and its title
+        becomes the article's."""
+
+        def root(name: str, **params: Any) -> int | None:
+            row = self._exec(
+                conn, name, id=summary_id, since=intent.window_start, **params
+            ).fetchone()
+            return None if row is None else int(row["root"])
+
+        link = identity.revision(
+            by_guid=root("identity_by_guid", feed_id=intent.feed_id, guid=entry.guid)
+            if entry.guid
+            else None,
+            by_url=root("identity_by_url", url=entry.url),
+            by_canonical=root("identity_by_canonical_page", url=entry.url),
+        )
+        if link is None or link.target == summary_id:
+            return False
+        self._exec(
+            conn, "identity_mark_revision", id=summary_id, root=link.target, reason=link.reason
+        )
+        self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
+        return True
+
+    def record_not_modified(
+        self,
+        feed_id: int,
+        etag: str | None,
+        last_modified: str | None,
+        now: str,
+        next_poll_at: str,
+    ) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "poll_not_modified",
+                feed_id=feed_id,
+                etag=etag,
+                last_modified=last_modified,
+                now=now,
+                next_poll_at=next_poll_at,
+            )
+        )
+
+    def record_poll_failure(self, feed_id: int, error: str, now: str, next_poll_at: str) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "poll_failed",
+                feed_id=feed_id,
+                error=error,
+                now=now,
+                next_poll_at=next_poll_at,
+            )
+        )
+
+    # ------------------------------------------------------------ stage 3
+
+    def claim_articles(
+        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+    ) -> list[ArticleJob]:
+        def work(conn: Connection) -> list[ArticleJob]:
+            rows = self._exec(
+                conn,
+                "extract_claim",
+                owner=owner,
+                after_id=after_id,
+                due_before=due_before,
+                now=now,
+                lease_until=lease_until,
+                limit=limit,
+            ).fetchall()
+            return [
+                ArticleJob(
+                    id=r["id"],
+                    url=r["url"],
+                    title=r["title"],
+                    published=r["published"],
+                    author=r["author"],
+                    attempts=r["attempts"],
+                    feed_urls=tuple(f["url"] for f in feeds),
+                    heuristics=all(f["identity"] == identity.AUTO for f in feeds),
+                )
+                for r in rows
+                for feeds in [self._exec(conn, "extract_feeds_of", id=r["id"]).fetchall()]
+            ]
+
+        return sorted(self._write(work), key=lambda job: job.id)
+
+    def disable_feed(self, feed_id: int, reason: str, now: str) -> None:
+        self._write(
+            lambda conn: self._exec(conn, "poll_disable", feed_id=feed_id, reason=reason, now=now)
+        )
+
+    def record_redirect(self, feed_id: int, state: RedirectState) -> str | None:
+        def work(conn: Connection) -> str | None:
+            if state.move_to is None:
+                self._exec(
+                    conn,
+                    "poll_redirect_pending",
+                    feed_id=feed_id,
+                    redirect_to=state.pending,
+                    seen=state.seen,
+                )
+                return None
+            if self._exec(conn, "poll_move", feed_id=feed_id, url=state.move_to).rowcount:
+                return None
+            reason = f"moved to {state.move_to}, which is already in the list as another feed"
+            self._exec(conn, "feed_disable", id=feed_id, reason=reason)
+            return reason
+
+        return self._write(work)
+
+    def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
+        return {
+            r["host"]: (r["not_before"], r["backoff_count"])
+            for r in self._read("hosts_waiting", now=now)
+        }
+
+    def host_wait(self, host: str, not_before: str, backoff_count: int, reason: str) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "host_wait",
+                host=host,
+                not_before=not_before,
+                backoff_count=backoff_count,
+                reason=reason,
+            )
+        )
+
+    def host_clear(self, host: str) -> None:
+        self._write(lambda conn: self._exec(conn, "host_clear", host=host))
+
+    def release_job(self, job_id: int, owner: str) -> None:
+        self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
+
+    def release_leases(self, owner: str) -> None:
+        def work(conn: Connection) -> None:
+            self._exec(conn, "extract_release", owner=owner)
+            self._exec(conn, "poll_release", owner=owner)
+
+        self._write(work)
+
+    def prune(
+        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
+    ) -> tuple[int, int]:
+        return (
+            self._delete_in_batches("prune_news", news_before, batch),
+            self._delete_in_batches("prune_tombstones", tombstones_before, batch),
+        )
+
+    def _delete_in_batches(self, name: str, before: str | None, batch: int) -> int:
+        total = 0
+        while before is not None:
+            cursor = self._write(lambda conn: self._exec(conn, name, before=before, limit=batch))
+            total += cursor.rowcount
+            if cursor.rowcount < batch:
+                break
+        return total
+
+    def save_article(
+        self,
+        job_id: int,
+        article: Article,
+        published: str | None,
+        fetched_at: str,
+        window_start: str | None = None,
+    ) -> LinkedEntry | None:
+        """Store the article, or, when its page is an article already in news (same
+        canonical URL, or a fingerprint within identity.MAX_DISTANCE among the articles
+        fetched since ``window_start``; None: no heuristics), link the row to it. Returns
+        the link made, or None when the article was stored."""
+
+        def work(conn: Connection) -> LinkedEntry | None:
+            if window_start is not None:
+                same_page = (
+                    self._exec(
+                        conn, "identity_news_by_canonical", canonical=article.canonical_url
+                    ).fetchone()
+                    if article.canonical_url
+                    else None
+                )
+                link = identity.duplicate(
+                    by_canonical=None if same_page is None else int(same_page["id"]),
+                    print_=article.fingerprint,
+                    recent=(
+                        (int(r["id"]), int(r["fingerprint"]))
+                        for r in self._exec(conn, "identity_recent_prints", since=window_start)
+                    )
+                    if article.fingerprint is not None
+                    else (),
+                )
+                if link is not None:
+                    self._exec(
+                        conn,
+                        "identity_mark_duplicate",
+                        id=job_id,
+                        news_id=link.target,
+                        reason=link.reason,
+                    )
+                    return LinkedEntry(
+                        id=job_id,
+                        url="",
+                        title="",
+                        first_seen_at=fetched_at,
+                        reason=f"{link.reason}: article {link.target}",
+                    )
+            self._exec(
+                conn,
+                "extract_save",
+                id=job_id,
+                published=published,
+                author=article.author,
+                language=article.language,
+                body=article.text,
+                fetched_at=fetched_at,
+                canonical_url=article.canonical_url,
+                fingerprint=article.fingerprint,
+            )
+            self._exec(conn, "extract_done", id=job_id)
+            return None
+
+        return self._write(work)
+
+    def news_links(self, news_id: int) -> tuple[list[LinkedEntry], list[LinkedEntry]]:
+        """(revisions, duplicates) of an article: its titles over time, and the entries
+        found to be it under another URL."""
+        rows = self._read("news_by_id", id=news_id)
+        if not rows:
+            return [], []
+        summary = self._read("news_summary_of", id=news_id)[0]["summary_id"]
+
+        def linked(name: str, **params: Any) -> list[LinkedEntry]:
+            return [
+                LinkedEntry(
+                    id=r["id"],
+                    url=r["url"],
+                    title=r["title"],
+                    first_seen_at=r["first_seen_at"],
+                    reason=r["link_reason"],
+                )
+                for r in self._read(name, **params)
+            ]
+
+        return (
+            linked("identity_revisions", root=summary),
+            linked("identity_duplicates", news_id=news_id),
+        )
+
+    def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "extract_failed",
+                id=job_id,
+                owner=owner,
+                state=outcome.state,
+                attempts=outcome.attempts,
+                next_attempt_at=outcome.next_attempt_at,
+                error=outcome.error,
+            )
+        )
+
+    # ------------------------------------------------------------ reading
+
+    def counts(self) -> dict[str, int]:
+        row = self._read("counts")[0]
+        return dict(row)
+
+    def news_recent(self, limit: int) -> list[NewsItem]:
+        return [NewsItem(**dict(r)) for r in self._read("news_recent", limit=limit)]
+
+    # ------------------------------------------------------------ meta
+
+    def _meta(self) -> dict[str, str]:
+        return {r["key"]: r["value"] for r in self._read("meta_all")}
+
+    def _record_snapshot(self, values: dict[str, str]) -> None:
+        def work(conn: Connection) -> None:
+            for key, value in values.items():
+                self._exec(conn, "meta_set", key=key, value=value)
+
+        self._write(work)
+
+    # ------------------------------------------------------------ the user's commands
+
+    def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
+        rows = self._read("news_list", since=since, feed_id=feed_id, limit=limit)
+        return [NewsItem(**dict(r)) for r in rows]
+
+    def news_get(self, ref: int | str) -> NewsItem | None:
+        rows = (
+            self._read("news_by_id", id=ref)
+            if isinstance(ref, int)
+            else self._read("news_by_url", url=ref)
+        )
+        return NewsItem(**dict(rows[0])) if rows else None
+
+    def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
+        return [(r["id"], r["url"], r["title"]) for r in self._read("news_carried_by", id=news_id)]
+
+    def feed_id(self, ref: str) -> int | None:
+        if ref.isdigit():
+            return int(ref) if any(f.id == int(ref) for f in self.feed_health()) else None
+        rows = self._read("feed_by_url", url=ref)
+        return int(rows[0]["id"]) if rows else None
+
+    def status_counts(self, failing_after: int, today: str) -> dict[str, Any]:
+        return dict(self._read("status_counts", failing_after=failing_after, today=today)[0])
+
+    def daemon_heartbeat(self, pid: int, host: str, started_at: str, now: str) -> None:
+        self._record_snapshot(
+            {
+                "daemon_pid": str(pid),
+                "daemon_host": host,
+                "daemon_started_at": started_at,
+                "daemon_seen_at": now,
+            }
+        )
+
+    def daemon_info(self) -> dict[str, str]:
+        meta = self._meta()
+        return {k.removeprefix("daemon_"): v for k, v in meta.items() if k.startswith("daemon_")}
+
+
+def like_escape(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def snippet(text: str, terms: list[str], marks: tuple[str, str], width: int = 120) -> str:
+    """Around the first match, the matches marked (for the scan path of search)."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
+    start = max(first - width // 3, 0)
+    piece = flat[start : start + width]
+    for term in sorted(set(terms), key=len, reverse=True):
+        piece = re.sub(
+            re.escape(term), lambda m: marks[0] + m.group(0) + marks[1], piece, flags=re.IGNORECASE
+        )
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
