@@ -31,6 +31,8 @@ class StorageConfig:
     db: Path  # the live database (on tmpfs when there is a snapshot)
     snapshot: Path | None  # its persistent copy (the SD card); None: no snapshots
     snapshot_interval: timedelta = timedelta(hours=1)
+    # a PostgreSQL server instead of the file (a libpq URI); db and snapshot then unused
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,16 @@ def _path(value: Any) -> Path:
     return Path(value).expanduser()
 
 
+def _database_url(value: Any) -> str:
+    """A libpq connection URI; the password in it stays out of every message."""
+    if not isinstance(value, str) or not re.match(r"(?i)^postgres(ql)?://", value.strip()):
+        raise ValueError(
+            'expected a PostgreSQL URI like "postgresql://user@host:5432/feedsync" '
+            "(or postgresql:///feedsync?host=/run/postgresql)"
+        )
+    return value.strip()
+
+
 def _feed_url(value: Any) -> str:
     if not isinstance(value, str) or not re.match(r"(?i)^https?://[^/\s]+", value.strip()):
         raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
@@ -194,7 +206,12 @@ def _feed_url(value: Any) -> str:
 
 # key -> parser; the dataclass field of the same name receives the parsed value
 _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "storage": {"db": _path, "snapshot": _path, "snapshot_interval": _duration},
+    "storage": {
+        "db": _path,
+        "snapshot": _path,
+        "snapshot_interval": _duration,
+        "url": _database_url,
+    },
     "poll": {
         "lookback": _duration,
         "concurrency": _positive_int,
@@ -352,12 +369,22 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
 
     defaults = default_storage()
     given = sections["storage"]
-    storage = StorageConfig(
-        db=given.get("db", defaults.db),
-        # naming the database but no snapshot means: no snapshots (a database on disk)
-        snapshot=given.get("snapshot", None if "db" in given else defaults.snapshot),
-        snapshot_interval=given.get("snapshot_interval", defaults.snapshot_interval),
-    )
+    if "url" in given:
+        clash = [f"storage.{key}" for key in ("db", "snapshot") if key in given]
+        if clash:
+            raise fail(
+                "storage.url",
+                f"cannot be used with {' and '.join(clash)}: with a PostgreSQL server there "
+                "is no database file and no snapshot (back it up with pg_dump)",
+            )
+        storage = StorageConfig(db=defaults.db, snapshot=None, url=given["url"])
+    else:
+        storage = StorageConfig(
+            db=given.get("db", defaults.db),
+            # naming the database but no snapshot means: no snapshots (a database on disk)
+            snapshot=given.get("snapshot", None if "db" in given else defaults.snapshot),
+            snapshot_interval=given.get("snapshot_interval", defaults.snapshot_interval),
+        )
     if storage.snapshot is not None and storage.snapshot.absolute() == storage.db.absolute():
         raise fail(
             "storage.snapshot",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pgserver
 import pytest
 import sitegen
 
@@ -70,6 +71,38 @@ def site(server: LocalServer) -> Site:
     return Site(server)
 
 
+# The engines the core pipeline and the multi-process tests run on: a module says
+# ``pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)``.
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pgserver.PostgresServer]:
+    """A throwaway PostgreSQL server for the whole session (tests/pgserver.py)."""
+    bindir = pgserver.find_bin()
+    if bindir is None:
+        pytest.skip(
+            "!!! PostgreSQL server binaries are missing (/usr/lib/postgresql/*/bin/initdb): "
+            "the PostgreSQL tests did NOT run; tests/run.sh installs Debian's postgresql !!!"
+        )
+    with pgserver.running(bindir) as running:
+        yield running
+
+
+@pytest.fixture
+def pg_url(pg_server: pgserver.PostgresServer) -> Iterator[str]:
+    """An empty database of its own for one test (its URL, password included)."""
+    url = pg_server.create_database()
+    yield url
+    pg_server.drop_database(url)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """The engine of the ``fs`` set-ups: "sqlite" unless the module parametrizes it."""
+    return str(getattr(request, "param", "sqlite"))
+
+
 def cli_env(home: Path) -> dict[str, str]:
     env = {
         k: v
@@ -96,6 +129,11 @@ class FeedsyncEnv:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     db_path: Path = Path()  # the live database; default root/data/feedsync.db
     snapshot_path: Path | None = None  # its persistent copy, when snapshots are tested
+    url: str | None = None  # a PostgreSQL database instead of the file
+
+    @property
+    def backend(self) -> str:
+        return "sqlite" if self.url is None else "postgresql"
 
     def __post_init__(self) -> None:
         if self.db_path == Path():
@@ -111,8 +149,8 @@ class FeedsyncEnv:
             self.feeds = list(feeds)
         for name, values in sections.items():
             self.settings.setdefault(name, {}).update(values)
-        storage = {"db": str(self.db_path)}
-        if self.snapshot_path is not None:
+        storage = {"db": str(self.db_path)} if self.url is None else {"url": self.url}
+        if self.snapshot_path is not None and self.url is None:
             storage["snapshot"] = str(self.snapshot_path)
         settings: dict[str, dict[str, Any]] = {
             "storage": storage,
@@ -123,6 +161,8 @@ class FeedsyncEnv:
         }
         for name, values in self.settings.items():
             settings.setdefault(name, {}).update(values)
+        if self.url is not None:  # no snapshots on PostgreSQL
+            settings["storage"].pop("snapshot_interval", None)
         lines = []
         for name, values in settings.items():
             lines.append(f"[{name}]")
@@ -159,17 +199,28 @@ class FeedsyncEnv:
         return result
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.db_path) as conn:
+        """Rows of ``sql`` (``?`` parameters, SQL both engines understand)."""
+        if self.url is not None:
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as pg:
+                cursor = pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+                return cursor.fetchall()
+        with sqlite3.connect(self.db_path, timeout=30) as conn:
             return conn.execute(sql, params).fetchall()
 
     def scalar(self, sql: str, *params: Any) -> Any:
         return self.query(sql, *params)[0][0]
 
 
+def _pg_url_for(backend: str, request: pytest.FixtureRequest) -> str | None:
+    return str(request.getfixturevalue("pg_url")) if backend == "postgresql" else None
+
+
 @pytest.fixture
-def fs(tmp_path: Path) -> FeedsyncEnv:
+def fs(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> FeedsyncEnv:
     (tmp_path / "home").mkdir()
-    return FeedsyncEnv(root=tmp_path)
+    return FeedsyncEnv(root=tmp_path, url=_pg_url_for(backend, request))
 
 
 @pytest.fixture
@@ -183,13 +234,18 @@ def ramdisk() -> Iterator[Path]:
 
 
 @pytest.fixture
-def fs_card(tmp_path: Path, ramdisk: Path) -> FeedsyncEnv:
-    """feedsync with the live database on tmpfs and its snapshot on disk ("the card")."""
+def fs_card(
+    tmp_path: Path, ramdisk: Path, backend: str, request: pytest.FixtureRequest
+) -> FeedsyncEnv:
+    """feedsync with the live database on tmpfs and its snapshot on disk ("the card");
+    on PostgreSQL (``backend``), a database on the test server and no snapshot."""
     (tmp_path / "home").mkdir()
+    url = _pg_url_for(backend, request)
     return FeedsyncEnv(
         root=tmp_path,
         db_path=ramdisk / "live" / "feedsync.db",
-        snapshot_path=tmp_path / "card" / "feedsync.db",
+        snapshot_path=tmp_path / "card" / "feedsync.db" if url is None else None,
+        url=url,
     )
 
 

@@ -19,6 +19,8 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || needed+=(python3-venv)
 command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
 command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to the "SD card"
 command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)  # verify + security of the units
+# a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
 if [ ${#needed[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${needed[*]} (apt)"
     # a partial index update (mirror sync in progress) is not fatal: the install says
@@ -30,7 +32,7 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet -e '.[test,postgresql]'
 
 echo "tests/run.sh: ruff"
 .venv/bin/ruff check feedsync tests bench

@@ -1,4 +1,5 @@
-"""End to end: `feedsync run` as a subprocess, a real HTTP server, a real SQLite file.
+"""End to end: `feedsync run` as a subprocess, a real HTTP server, a real database (an
+SQLite file, and a database on a throwaway PostgreSQL server).
 
 Each test is a situation a user meets with real feeds, and asserts what the user would
 notice: which articles are in `news`, how often the site was asked for each page, what
@@ -10,9 +11,13 @@ from __future__ import annotations
 import subprocess
 from datetime import UTC, datetime, timedelta
 
+import pytest
 import sitegen
-from conftest import FeedsyncEnv, Site, cli_env
+from conftest import BACKENDS, FeedsyncEnv, Site, cli_env
 from sitegen import Item
+
+# Every test on both engines: the pipeline does not know which one it talks to.
+pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

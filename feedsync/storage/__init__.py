@@ -3,7 +3,9 @@
 The stages (poll, stage, extract, the commands) call the methods of :class:`Storage`
 with typed records and never see SQL, a connection or an engine. Every method is one
 short transaction; none does network I/O. The SQLite backend is
-:mod:`feedsync.storage.sqlite`; its SQL is in ``sql/``.
+:mod:`feedsync.storage.sqlite` (SQL in ``sql/``), the PostgreSQL backend
+:mod:`feedsync.storage.postgresql` (SQL in ``sql/postgresql/``, same query names); both
+share their logic through :mod:`feedsync.storage.base`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ from feedsync.records import (
 
 class StorageError(Exception):
     """The database cannot be opened, read or written; ``str()`` is a one-line reason."""
+
+
+class StorageUnavailable(StorageError):
+    """The database server cannot be reached, or refuses us (down, wrong password): the
+    daemon waits and tries again; a one-shot command reports it and exits."""
+
+
+SNAPSHOTS_DO_NOT_APPLY = (
+    "snapshots do not apply to a PostgreSQL database ([storage] url): back it up with "
+    "pg_dump, and restore with pg_restore or psql"
+)
 
 
 class Storage(Protocol):
@@ -208,6 +221,10 @@ def open_storage(config: StorageConfig, notice: Callable[[str], None] = _ignore)
     ``notice`` hears what the opening did that a user should know (a restore from the
     snapshot, a damaged snapshot set aside).
     """
+    if config.url is not None:
+        from feedsync.storage.postgresql import PostgreSQLStorage
+
+        return PostgreSQLStorage.open(config.url)
     from feedsync.storage.sqlite import SQLiteStorage
 
     return SQLiteStorage.open(config.db, config.snapshot, notice)
@@ -218,6 +235,8 @@ def restore_snapshot(config: StorageConfig, force: bool, notice: Callable[[str],
     restored from. Raises StorageError (SnapshotRefused without ``force``)."""
     from feedsync.storage import snapshot
 
+    if config.url is not None:
+        raise StorageError(SNAPSHOTS_DO_NOT_APPLY)
     if config.snapshot is None:
         raise StorageError("no snapshot is configured ([storage] snapshot)")
     return str(snapshot.restore(config.db, config.snapshot, force=force, notice=notice))

@@ -59,6 +59,17 @@ def queries(engine_dir: str = "") -> dict[str, str]:
     return found
 
 
+_PARAMETER = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def pyformat(query: str) -> str:
+    """A named query with ``:name`` parameters (how every file under sql/ writes them)
+    in psycopg's ``%(name)s`` style; a literal ``%`` doubled. Comment lines go first: a
+    parameter named in a comment would be sent, and the server cannot type it."""
+    code = "\n".join(ln for ln in query.splitlines() if not ln.lstrip().startswith("--"))
+    return _PARAMETER.sub(r"%(\1)s", code.replace("%", "%%"))
+
+
 def split_statements(script: str) -> list[str]:
     """A script cut into complete statements (triggers included), for use inside one
     transaction: ``executescript`` would COMMIT first, which the migration lock forbids."""

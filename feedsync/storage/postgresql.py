@@ -1,0 +1,290 @@
+"""The PostgreSQL backend: one database on a server, shared by pollers on many machines.
+
+Chosen by ``[storage] url = "postgresql://..."``. The methods are those of
+:class:`feedsync.storage.base.SQLStorage`, over the queries of ``sql/postgresql/`` (the
+same names, tables and columns as SQLite's); what differs is here:
+
+- connections come from psycopg's pool; each storage method is one transaction on one
+  pooled connection (``autocommit`` off only inside ``conn.transaction()``), and no
+  network I/O to the feeds happens while one is open;
+- concurrency is the server's: ``ON CONFLICT DO NOTHING RETURNING id`` names the rows
+  one poller really created, claims use ``FOR UPDATE SKIP LOCKED`` plus the same leases,
+  and a transaction the server aborted as a deadlock or serialization failure is run
+  again whole (it is short and has no side effect outside the database);
+- the schema is applied under ``pg_advisory_xact_lock``, so pollers starting together
+  on an empty database apply it once;
+- no snapshots (pg_dump and the server's backups do that job); search through pg_trgm.
+
+psycopg is an optional extra (``pip install 'feedsync[postgresql]'``): it is imported
+only when a ``postgresql://`` url is configured. The password (in the URL, PGPASSWORD or
+~/.pgpass, as libpq finds it) never appears in a message: :func:`display_url` is what is
+shown.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
+from feedsync.storage import StorageError, StorageUnavailable
+from feedsync.storage.base import SQLStorage, like_escape, snippet
+from feedsync.storage.sqlfiles import pyformat, queries, schema_steps
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
+
+ENGINE_DIR = "postgresql"
+INSTALL_HINT = (
+    "the PostgreSQL driver is not installed: pip install 'feedsync[postgresql]' "
+    "(or install.sh --postgresql)"
+)
+CONNECT_TIMEOUT_S = 10
+POOL_SIZE = 4  # the pipeline uses one connection at a time; the daemon a second, rarely
+# Retries of a transaction the server aborted (deadlock, serialization failure).
+CONFLICT_RETRIES = 10
+# SQLSTATEs worth running the whole transaction again for
+_RETRYABLE = {"40001", "40P01"}
+
+
+def _driver() -> Any:
+    """psycopg, or a one-line StorageError saying what to install."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise StorageError(INSTALL_HINT) from None
+    return psycopg
+
+
+def url_parts(url: str) -> dict[str, str]:
+    """host, port, dbname, user of a libpq URI (libpq's defaults where it names none),
+    never the password."""
+    psycopg = _driver()
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise StorageError(
+            f"[storage] url is not a valid PostgreSQL URI: {_first_line(exc)}"
+        ) from None
+    user = str(info.get("user") or os.environ.get("PGUSER") or _login())
+    return {
+        "host": str(info.get("host") or os.environ.get("PGHOST") or "local socket"),
+        "port": str(info.get("port") or os.environ.get("PGPORT") or "5432"),
+        "dbname": str(info.get("dbname") or os.environ.get("PGDATABASE") or user),
+        "user": user,
+    }
+
+
+def _login() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+def display_url(url: str) -> str:
+    """The server and database, for messages and ``status``: no password, ever."""
+    parts = url_parts(url)
+    host = parts["host"]
+    where = f"{host}:{parts['port']}" if not host.startswith("/") else f"[{host}]"
+    return f"postgresql://{parts['user']}@{where}/{parts['dbname']}"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """libpq's own words for a failed connection, cut to what matters (after the last
+    "failed:"), without the password should it ever appear."""
+    text = " ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+    reason = text.rsplit("failed:", 1)[-1].strip().removeprefix("FATAL:").strip() or text
+    psycopg = _driver()
+    try:
+        secret = psycopg.conninfo.conninfo_to_dict(url).get("password")
+    except psycopg.Error:
+        secret = None
+    for value in (secret, os.environ.get("PGPASSWORD")):
+        if value:
+            reason = reason.replace(str(value), "***")
+    return reason
+
+
+class PostgreSQLStorage(SQLStorage):
+    """:class:`feedsync.storage.Storage` on a PostgreSQL database."""
+
+    def __init__(self, pool: ConnectionPool[Any], url: str):
+        self._pool = pool
+        self._q = {name: pyformat(text) for name, text in queries(ENGINE_DIR).items()}
+        self.url = url
+        self.location = display_url(url)
+        self._server: str | None = None
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, url: str) -> PostgreSQLStorage:
+        """Connect, then create or migrate the schema. Raises StorageUnavailable (server
+        down, wrong password) or StorageError, each one line naming host and database."""
+        psycopg = _driver()
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        where = display_url(url)
+        try:
+            first = psycopg.connect(
+                url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True, row_factory=dict_row
+            )
+        except psycopg.OperationalError as exc:
+            raise StorageUnavailable(f"cannot connect to {where}: {_reason(exc, url)}") from None
+        try:
+            cls._migrate(first, where)
+        finally:
+            first.close()
+        pool: ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                "connect_timeout": CONNECT_TIMEOUT_S,
+            },
+            check=ConnectionPool.check_connection,  # a server restart costs no failed job
+            timeout=CONNECT_TIMEOUT_S * 3,
+            open=False,
+            name="feedsync",
+        )
+        pool.open()
+        return cls(pool, url)
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection[Any], where: str) -> None:
+        """The schema and its migrations, once, under feedsync's advisory lock."""
+        import psycopg
+
+        admin = {name: pyformat(text) for name, text in queries(ENGINE_DIR).items()}
+        steps = schema_steps(ENGINE_DIR)
+        newest = steps[-1][0]
+        try:
+            with conn.transaction():
+                conn.execute(admin["schema_lock"])
+                conn.execute(admin["schema_version_table"])
+                version = conn.execute(admin["schema_version"]).fetchone()["version"]  # type: ignore[index]
+                if version > newest:
+                    raise StorageError(
+                        f"{where} has schema version {version}, newer than this feedsync "
+                        f"knows ({newest}): upgrade feedsync"
+                    )
+                for target, script in steps:
+                    if target > version:
+                        conn.execute(script.read_text(encoding="utf-8").encode())
+                if version < newest:
+                    conn.execute(admin["schema_version_set"], {"version": newest})
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StorageError(
+                f"{where}: cannot create feedsync's tables: {_first_line(exc)} (the user in "
+                "[storage] url must own the database, or be allowed CREATE in it)"
+            ) from None
+        except psycopg.Error as exc:
+            raise StorageError(f"{where}: cannot set up the schema: {_first_line(exc)}") from None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # ------------------------------------------------------------ transactions
+
+    def _run(self, attempt: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``attempt`` on a pooled connection, again when the server aborted it as a
+        deadlock or a serialization failure; every other failure as one StorageError."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        delay = 0.02
+        for retry in range(CONFLICT_RETRIES + 1):
+            try:
+                with self._pool.connection() as conn:
+                    return attempt(conn)
+            except psycopg.Error as exc:
+                if exc.sqlstate in _RETRYABLE and retry < CONFLICT_RETRIES:
+                    time.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, 1.0)
+                    continue
+                if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
+                    raise StorageUnavailable(
+                        f"lost the connection to {self.location}: {_reason(exc, self.url)}"
+                    ) from None
+                raise StorageError(f"{self.location}: {_first_line(exc)}") from None
+            except PoolTimeout:
+                raise StorageUnavailable(
+                    f"cannot connect to {self.location}: no connection within "
+                    f"{CONNECT_TIMEOUT_S * 3}s (is the server running?)"
+                ) from None
+        raise AssertionError("unreachable")
+
+    def _write(self, work: Callable[[Any], T]) -> T:
+        def attempt(conn: psycopg.Connection[Any]) -> T:
+            with conn.transaction():
+                return work(conn)
+
+        return self._run(attempt)
+
+    def _read(self, name: str, **params: Any) -> list[Any]:
+        return self._run(lambda conn: conn.execute(self._q[name], params).fetchall())
+
+    def _exec(self, conn: Any, name: str, **params: Any) -> Any:
+        return conn.execute(self._q[name], params)
+
+    # ------------------------------------------------------------ what only this engine does
+
+    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+        """None: a PostgreSQL database has no snapshots (pg_dump, the server's backups)."""
+        return None
+
+    def status(self) -> StorageStatus:
+        row = self._read("server_version")[0]
+        return StorageStatus(
+            engine="postgresql",
+            live=f"{self.location} (PostgreSQL {str(row['version']).split()[0]})",
+            live_bytes=int(row["bytes"]),
+            snapshot=None,
+            snapshot_bytes=None,
+            snapshot_at=None,
+            previous_snapshot=None,
+            unsaved_changes=None,
+        )
+
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        """Every term in the title or text, case-insensitively, through the trigram index
+        (any length: one- and two-character terms are checked by ILIKE itself); the
+        snippet is cut around the first match, as SQLite's short-query path does."""
+        terms = query.split()
+        if not terms:
+            return []
+        patterns = ["%" + like_escape(term) + "%" for term in terms]
+        first = max(patterns, key=len)
+        rows = self._read("news_search", first=first, patterns=patterns, limit=limit)
+        return [
+            SearchHit(**{**r, "snippet": snippet(r["title"] + " " + r["snippet"], terms, marks)})
+            for r in rows
+        ]
+
+    def export_news(self, since: str) -> Iterator[NewsItem]:
+        """Every article since ``since``, oldest first, through a server-side cursor in a
+        transaction of its own: constant memory whatever the size of the table."""
+        with (
+            self._pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(name="feedsync_export") as cursor,
+        ):
+            cursor.itersize = 200
+            cursor.execute(self._q["news_export"], {"since": since})
+            for row in cursor:
+                yield NewsItem(**row)

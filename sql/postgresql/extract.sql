@@ -1,0 +1,80 @@
+-- Stage 3: the extraction queue (PostgreSQL; the same queries as sql/extract.sql). Rows of news_summary are claimed with a lease in one
+-- short transaction, fetched and extracted outside any transaction, and the outcome is
+-- written in another.
+
+-- name: extract_claim
+-- Up to :limit rows after :after_id (a run walks the queue once, in id order): new rows,
+-- and failed rows whose retry time has come; free, leased to this process already (rows
+-- its own staging insert created), or with an expired lease (a crashed process).
+-- SKIP LOCKED: rows another poller is claiming this instant are left to it, not waited for.
+UPDATE news_summary
+   SET lease_owner = :owner,
+       lease_until = :lease_until
+ WHERE id IN (
+        SELECT id
+          FROM news_summary
+         WHERE state IN ('new', 'failed')
+           AND id > :after_id
+           AND (state = 'new' OR next_attempt_at <= :due_before)
+           AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now)
+         ORDER BY id
+         LIMIT :limit
+           FOR UPDATE SKIP LOCKED)
+RETURNING id, url, title, published, author, attempts;
+
+-- name: extract_feeds_of
+-- The feeds that carry a claimed row: may its page be on the LAN (one of them is)? Do
+-- they allow the identity heuristics (none of them is 'url+title')?
+SELECT f.url, f.identity FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
+ WHERE fe.summary_id = :id;
+
+-- name: extract_save
+-- The article, once; its title the latest revision's; feed_title is the title of the
+-- first feed that carried it.
+INSERT INTO news
+       (summary_id, url, title, published, feed_title, author, language, body, fetched_at,
+        canonical_url, fingerprint)
+SELECT s.id, s.url,
+       coalesce((SELECT r.title FROM news_summary AS r WHERE r.revision_of = s.id
+                  ORDER BY r.id DESC LIMIT 1), s.title),
+       :published,
+       (SELECT f.title
+          FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
+         WHERE fe.summary_id = s.id
+         ORDER BY fe.first_seen_at, fe.feed_id
+         LIMIT 1),
+       :author, :language, :body, :fetched_at, :canonical_url, :fingerprint
+  FROM news_summary AS s
+ WHERE s.id = :id
+ON CONFLICT DO NOTHING;
+
+-- name: extract_done
+UPDATE news_summary
+   SET state = 'done',
+       attempts = attempts + 1,
+       next_attempt_at = NULL,
+       last_error = NULL,
+       lease_owner = NULL,
+       lease_until = NULL
+ WHERE id = :id;
+
+-- name: extract_release
+-- A process that stops before extracting the rows it holds gives them back at once, so a
+-- restart need not wait for the leases to expire.
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
+
+-- name: extract_failed
+-- Only while the lease is still ours: a process that lost it records nothing.
+UPDATE news_summary
+   SET state = :state,
+       attempts = :attempts,
+       next_attempt_at = :next_attempt_at,
+       last_error = :error,
+       lease_owner = NULL,
+       lease_until = NULL
+ WHERE id = :id AND lease_owner = :owner;
+
+-- name: extract_release_one
+-- A claimed row left for later without an attempt (its host asked us to wait).
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL
+ WHERE id = :id AND lease_owner = :owner;

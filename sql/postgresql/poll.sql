@@ -1,0 +1,86 @@
+-- (PostgreSQL; the same queries as sql/poll.sql.)
+-- Stage 1: the bookkeeping of a feed poll that stages nothing.
+-- (A poll that parsed entries is written by sql/stage.sql, in the same transaction as
+-- its entries.)
+
+-- name: poll_claim
+-- A feed about to be polled is claimed, so another process (the daemon, a manual run,
+-- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
+-- outcome below gives the claim back.
+-- SKIP LOCKED: a poller claiming the same feed this instant wins, this one skips it.
+UPDATE feeds
+   SET lease_owner = :owner, lease_until = :lease_until
+ WHERE id = (SELECT id FROM feeds
+              WHERE id = :feed_id
+                AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
+                FOR UPDATE SKIP LOCKED);
+
+-- name: poll_not_modified
+-- 304: the validators still hold; a fresh value in the 304 replaces the stored one.
+UPDATE feeds
+   SET etag = coalesce(:etag, etag),
+       last_modified = coalesce(:last_modified, last_modified),
+       last_poll_at = :now,
+       last_success_at = :now,
+       next_poll_at = :next_poll_at,
+       error_count = 0,
+       last_error = NULL,
+       lease_owner = NULL,
+       lease_until = NULL
+ WHERE id = :feed_id;
+
+-- name: poll_failed
+UPDATE feeds
+   SET last_poll_at = :now,
+       next_poll_at = :next_poll_at,
+       error_count = error_count + 1,
+       last_error = :error,
+       lease_owner = NULL,
+       lease_until = NULL
+ WHERE id = :feed_id;
+
+-- name: poll_disable
+-- 410 Gone: the publisher removed the feed. Disabled with the reason (feedsync feeds shows
+-- it), never deleted: its articles stay.
+UPDATE feeds
+   SET enabled = 0,
+       disabled_reason = :reason,
+       last_poll_at = :now,
+       last_error = :reason,
+       lease_owner = NULL,
+       lease_until = NULL
+ WHERE id = :feed_id;
+
+-- name: poll_redirect_pending
+UPDATE feeds SET redirect_to = :redirect_to, redirect_seen = :seen WHERE id = :feed_id;
+
+-- name: poll_move
+-- A permanent move: the feed takes its new URL, and remembers the one it was added under
+-- (the config file still names that). Not when another feed already has the URL.
+UPDATE feeds
+   SET url = :url,
+       moved_from = coalesce(moved_from, url),
+       redirect_to = NULL,
+       redirect_seen = 0
+ WHERE id = :feed_id
+   AND NOT EXISTS (SELECT 1 FROM feeds AS other WHERE other.url = :url AND other.id <> :feed_id);
+
+-- name: hosts_waiting
+-- Hosts that asked us to wait and whose time has not come, or whose backoff is running.
+SELECT host, not_before, backoff_count FROM hosts
+ WHERE not_before > :now OR backoff_count > 0;
+
+-- name: host_wait
+INSERT INTO hosts (host, not_before, backoff_count, reason)
+VALUES (:host, :not_before, :backoff_count, :reason)
+ON CONFLICT (host) DO UPDATE
+   SET not_before = GREATEST(hosts.not_before, excluded.not_before),
+       backoff_count = excluded.backoff_count,
+       reason = excluded.reason;
+
+-- name: poll_release
+-- A process that stops gives back the feeds it was polling.
+UPDATE feeds SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
+
+-- name: host_clear
+DELETE FROM hosts WHERE host = :host;
