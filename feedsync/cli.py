@@ -29,7 +29,7 @@ from feedsync import config as config_module
 
 if TYPE_CHECKING:
     from feedsync.config import Config
-    from feedsync.records import FeedHealth, NewsItem
+    from feedsync.records import FeedHealth, NewsItem, StorageStatus
     from feedsync.storage import Storage
 
 EXIT_OK = 0
@@ -538,28 +538,40 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         f"retry), {counts['gone']} given up",
         f"articles   {counts['articles_today']} today, {counts['articles']} in all",
         f"next poll  {t.short_time(counts['next_poll_at'], 'none scheduled')}",
-        f"live       {t.cut_middle(where.live, room - 24)} ({t.size(where.live_bytes)})",
     ]
-    if where.snapshot is None:
-        lines.append("snapshot   none configured (the live database is the only copy)")
+    if where.engine == "postgresql":  # a server and a database, never a password
+        lines += [
+            f"database   {t.cut_middle(where.live, room - 24)} ({t.size(where.live_bytes)})",
+            "snapshot   none: a PostgreSQL database is backed up with pg_dump",
+        ]
     else:
-        taken = t.short_time(where.snapshot_at, "none yet")
         lines.append(
-            f"snapshot   {t.cut_middle(where.snapshot, room - 42)} "
-            f"({t.size(where.snapshot_bytes)}, taken {taken})"
+            f"live       {t.cut_middle(where.live, room - 24)} ({t.size(where.live_bytes)})"
         )
-        unsaved = where.unsaved_changes or 0
-        lines.append(
-            "unsaved    "
-            + (
-                f"{unsaved} changes since the last snapshot"
-                if unsaved
-                else "nothing: the snapshot is current"
-            )
-        )
+        lines += _snapshot_lines(where, room)
     for line in lines:
         print(line)
     return EXIT_OK
+
+
+def _snapshot_lines(where: StorageStatus, room: int) -> list[str]:
+    """The SQLite snapshot's part of ``feedsync status``."""
+    from feedsync import terminal as t
+
+    if where.snapshot is None:
+        return ["snapshot   none configured (the live database is the only copy)"]
+    taken = t.short_time(where.snapshot_at, "none yet")
+    unsaved = where.unsaved_changes or 0
+    return [
+        f"snapshot   {t.cut_middle(where.snapshot, room - 42)} "
+        f"({t.size(where.snapshot_bytes)}, taken {taken})",
+        "unsaved    "
+        + (
+            f"{unsaved} changes since the last snapshot"
+            if unsaved
+            else "nothing: the snapshot is current"
+        ),
+    ]
 
 
 def _article_ref(storage: Storage, ref: str) -> NewsItem:
@@ -819,7 +831,10 @@ def cmd_export_opml(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
     from feedsync import terminal
+    from feedsync.storage import SNAPSHOTS_DO_NOT_APPLY
 
+    if config.storage.url is not None:
+        raise UsageError(SNAPSHOTS_DO_NOT_APPLY)
     if config.storage.snapshot is None:
         raise UsageError("no snapshot is configured: set [storage] snapshot in the config")
     storage = _open(config)
@@ -840,6 +855,8 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
 def cmd_restore(args: argparse.Namespace, config: Config) -> int:
     from feedsync import storage as storage_module
 
+    if config.storage.url is not None:
+        raise UsageError(storage_module.SNAPSHOTS_DO_NOT_APPLY)
     source = storage_module.restore_snapshot(config.storage, args.force, _notice)
     print(f"restored {config.storage.db} from {source}")
     return EXIT_OK

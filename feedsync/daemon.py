@@ -22,6 +22,10 @@ pass in progress stops taking new work (its open transaction finishes, its lease
 are given back), the scheduler shuts down, a final snapshot is written, exit 0. SIGHUP:
 the config file is read again (feeds added or disabled, settings changed); the schedule
 lives in the database and is untouched.
+
+A database server that cannot be reached (PostgreSQL down, a wrong password, the network)
+does not end the daemon: it says so in one line in the log and in its systemd STATUS, and
+tries again with a doubling backoff (up to a minute), at start and at every tick.
 """
 
 from __future__ import annotations
@@ -47,11 +51,13 @@ from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
 from feedsync.pipeline import Pass
 from feedsync.progress import LogProgress
-from feedsync.storage import Storage, StorageError, open_storage
+from feedsync.storage import Storage, StorageError, StorageUnavailable, open_storage
 
 log = logs.LOGGER
 RETENTION_EVERY = timedelta(days=1)
 RETENTION_FIRST = timedelta(minutes=5)  # after start: let the first polls go first
+RECONNECT_FIRST_S = 1.0  # the wait before trying an unreachable database again, doubling
+RECONNECT_MAX_S = 60.0
 
 
 class Daemon:
@@ -76,7 +82,10 @@ class Daemon:
         signal.signal(signal.SIGHUP, self._on_reload_signal)
 
         urls = config_module.feed_identities(self.config)
-        self.storage = open_storage(self.config.storage, notice=log.info)
+        self.storage = self._open_when_reachable()
+        if self.storage is None:  # stopped while waiting for the database
+            self.notifier.close()
+            return 0
         try:
             self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
             self._beat()
@@ -101,6 +110,22 @@ class Daemon:
         finally:
             self.storage.close()
             self.notifier.close()
+
+    def _open_when_reachable(self) -> Storage | None:
+        """The database, once its server answers; None when stopped meanwhile. Until then
+        systemd hears READY with a STATUS saying what is wrong (the service is up and
+        retrying, not failed), and the watchdog is fed."""
+        delay = RECONNECT_FIRST_S
+        while True:
+            try:
+                return open_storage(self.config.storage, notice=log.info)
+            except StorageUnavailable as exc:
+                log.warning("%s; trying again in %.0fs", exc, delay)
+                self.notifier.ready(f"waiting for the database: {exc}")
+                self.notifier.alive()
+            if self._stop.wait(delay):
+                return None
+            delay = min(delay * 2, RECONNECT_MAX_S)
 
     def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop.set()
@@ -144,6 +169,12 @@ class Daemon:
         return IntervalTrigger(seconds=max(period.total_seconds(), 1.0), timezone="UTC")
 
     def _job_failed(self, event: JobExecutionEvent) -> None:
+        if isinstance(event.exception, StorageUnavailable):
+            # the server is down or refuses us: one line, no traceback; the next tick
+            # tries again (the pool reconnects)
+            log.warning("job %s: %s; trying again at its next tick", event.job_id, event.exception)
+            self.notifier.status(f"database unreachable: {event.exception}")
+            return
         log.error(
             "job %s failed (it runs again at its next tick): %s: %s",
             event.job_id,

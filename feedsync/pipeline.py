@@ -144,11 +144,13 @@ class Pass:
         finally:
             self._extractor.close(kill=ended_early)
             self._lane.shutdown(wait=True)  # the transaction in progress finishes
-            if ended_early:
-                # a stop, or an exception on the way: give back the claims still held
-                # (after the lane is done, so the connection has one user at a time)
-                with contextlib.suppress(StorageError):
-                    self.storage.release_leases(self.owner)
+            # Give back whatever this pass still holds: after a stop or an exception, the
+            # claims in progress; after a whole pass, a row it staged for itself that its
+            # claim skipped (on PostgreSQL, another poller had it locked that instant), so
+            # nobody waits for its lease to end. After the lane is done: the connection
+            # has one user at a time.
+            with contextlib.suppress(StorageError):
+                self.storage.release_leases(self.owner)
         self.stats.stopped = self.stopping
         failure: StorageError | None = None
         if self.take_snapshot:

@@ -274,6 +274,10 @@ class RunningDaemon:
     def __init__(self, env: FeedsyncEnv, extra_env: dict[str, str]):
         self.env = env
         self.log = env.root / "daemon.log"
+        number = 1
+        while self.log.exists():  # several daemons on one set-up: a log each
+            number += 1
+            self.log = env.root / f"daemon-{number}.log"
         self.stopping = False
         self._log = self.log.open("w")
         self.process = subprocess.Popen(

@@ -1,5 +1,8 @@
 """The user's commands (status, feeds, add, news, show, search, export, OPML), each run as
-a subprocess against a database that a real `feedsync run` filled from a local server."""
+a subprocess against a database that a real `feedsync run` filled from a local server.
+
+The tests on the filled database (``world``) run on both engines, with the same
+expectations: the same output and the same --json shapes from SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import pytest
 import sitegen
-from conftest import FeedsyncEnv, RunningDaemon, cli_env, on_a_terminal, wait_until
+from conftest import BACKENDS, FeedsyncEnv, RunningDaemon, cli_env, on_a_terminal, wait_until
 from sitegen import Item
 
 from feedsync.localserver import LocalServer
@@ -42,11 +45,16 @@ def japanese_page(title: str, text: str) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FeedsyncEnv, LocalServer]]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[tuple[FeedsyncEnv, LocalServer]]:
     root = tmp_path_factory.mktemp("commands")
     (root / "home").mkdir()
-    env = FeedsyncEnv(root=root)
+    url = None
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_server").create_database("commands")
+    env = FeedsyncEnv(root=root, url=url)
     with LocalServer() as server:
         english = [
             Item(
@@ -95,12 +103,23 @@ def test_status_answers_is_it_working(world: tuple[FeedsyncEnv, LocalServer]) ->
     assert "feeds      2: 2 ok, 0 retrying, 0 failing, 0 disabled" in text
     assert "queue      0 new, 0 failed (waiting to retry), 0 given up" in text
     assert "articles   5 today, 5 in all" in text
-    assert "next poll  20" in text and "live       /" in text  # (long paths cut to fit)
+    assert "next poll  20" in text
     assert lines_fit(text)
     data = json.loads(run(env, "status", "--json").stdout)
     assert data["articles"] == {"today": 5, "total": 5}
     assert data["feeds"]["healthy"] == 2 and data["daemon"]["running"] is False
-    assert data["storage"]["live"] == str(env.db_path)
+    if env.url is None:
+        assert "live       /" in text  # (long paths cut to fit)
+        assert data["storage"]["live"] == str(env.db_path)
+        return
+    # the server and the database instead of a path; the password nowhere
+    where = env.url.split("@")[1]
+    assert f"database   postgresql://postgres@{where} (" in text
+    assert "snapshot   none: a PostgreSQL database is backed up with pg_dump" in text
+    assert data["storage"]["engine"] == "postgresql" and data["storage"]["snapshot"] is None
+    assert data["storage"]["live"] == f"postgresql://postgres@{where}"
+    secret = env.url.split(":")[2].split("@")[0]
+    assert secret not in text + json.dumps(data)
 
 
 def test_status_sees_the_daemon_run_and_stop(

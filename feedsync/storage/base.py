@@ -87,8 +87,9 @@ class SQLStorage:
             added = []
             for url, mode in modes.items():
                 row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
+                created = None
                 if row is None:
-                    feed_id = self._exec(
+                    created = self._exec(
                         conn,
                         "feed_insert",
                         url=url,
@@ -96,9 +97,14 @@ class SQLStorage:
                         now=now,
                         category=None,
                         title=None,
-                    ).fetchone()["id"]
+                    ).fetchone()
+                if created is not None:
+                    feed_id = created["id"]
                     added.append(url)
                 else:
+                    # there, or (PostgreSQL) added by another process starting this
+                    # instant: its row is visible to the next statement once committed
+                    row = row or self._exec(conn, "feed_by_url", url=url).fetchone()
                     feed_id = row["id"]
                     self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
                 self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)

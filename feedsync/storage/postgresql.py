@@ -249,10 +249,10 @@ class PostgreSQLStorage(SQLStorage):
         return None
 
     def status(self) -> StorageStatus:
-        row = self._read("server_version")[0]
+        row = self._read("database_size")[0]
         return StorageStatus(
             engine="postgresql",
-            live=f"{self.location} (PostgreSQL {str(row['version']).split()[0]})",
+            live=self.location,
             live_bytes=int(row["bytes"]),
             snapshot=None,
             snapshot_bytes=None,

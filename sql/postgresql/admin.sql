@@ -17,6 +17,5 @@ SELECT coalesce(max(version), 0) AS version FROM feedsync_schema;
 WITH gone AS (DELETE FROM feedsync_schema)
 INSERT INTO feedsync_schema (version) VALUES (:version);
 
--- name: server_version
-SELECT current_setting('server_version') AS version,
-       pg_database_size(current_database()) AS bytes;
+-- name: database_size
+SELECT pg_database_size(current_database()) AS bytes;

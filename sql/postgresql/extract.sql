@@ -7,6 +7,9 @@
 -- and failed rows whose retry time has come; free, leased to this process already (rows
 -- its own staging insert created), or with an expired lease (a crashed process).
 -- SKIP LOCKED: rows another poller is claiming this instant are left to it, not waited for.
+-- NO KEY UPDATE, not UPDATE: a poller linking its feed to a row (feed_entries' foreign
+-- key takes KEY SHARE on it) must not make the row look taken; FOR UPDATE would skip
+-- it, and a row this process staged for itself would wait for its lease to end.
 UPDATE news_summary
    SET lease_owner = :owner,
        lease_until = :lease_until
@@ -19,7 +22,7 @@ UPDATE news_summary
            AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now)
          ORDER BY id
          LIMIT :limit
-           FOR UPDATE SKIP LOCKED)
+           FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id, url, title, published, author, attempts;
 
 -- name: extract_feeds_of

@@ -7,13 +7,14 @@
 -- A feed about to be polled is claimed, so another process (the daemon, a manual run,
 -- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
 -- outcome below gives the claim back.
--- SKIP LOCKED: a poller claiming the same feed this instant wins, this one skips it.
+-- SKIP LOCKED: a poller claiming the same feed this instant wins, this one skips it
+-- (NO KEY UPDATE: a feed being linked to entries, KEY SHARE, is not being claimed).
 UPDATE feeds
    SET lease_owner = :owner, lease_until = :lease_until
  WHERE id = (SELECT id FROM feeds
               WHERE id = :feed_id
                 AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
-                FOR UPDATE SKIP LOCKED);
+                FOR NO KEY UPDATE SKIP LOCKED);
 
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.

@@ -30,7 +30,7 @@ CREATE TABLE feeds (
     next_poll_at     TEXT,
     error_count      INTEGER NOT NULL DEFAULT 0,   -- consecutive failed polls
     last_error       TEXT,
-    -- a poll in progress: which process, until when (claimed FOR UPDATE SKIP LOCKED)
+    -- a poll in progress: which process, until when (claimed FOR NO KEY UPDATE SKIP LOCKED)
     lease_owner      TEXT,
     lease_until      TEXT
 );
