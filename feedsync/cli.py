@@ -170,6 +170,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace a live database that is newer (it is kept aside)",
     )
 
+    migrate = commands.add_parser(
+        "migrate", help="copy the SQLite database into PostgreSQL (resumable, idempotent)"
+    )
+    migrate.add_argument(
+        "--to", required=True, metavar="URL", help='the target, "postgresql://user@host/db"'
+    )
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        type=Path,
+        help="an SQLite database or snapshot (default: the live database, else its snapshot)",
+    )
+
     demo = commands.add_parser(
         "demo", help="ingest bundled sample feeds from a local server into a throwaway database"
     )
@@ -233,6 +247,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "export": cmd_export,
         "import-opml": cmd_import_opml,
         "export-opml": cmd_export_opml,
+        "migrate": cmd_migrate,
     }
     return handler[args.command](args, config)
 
@@ -849,6 +864,45 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
         )
     else:
         print(f"{result.detail} ({terminal.short_time(result.taken_at)}): nothing written")
+    return EXIT_OK
+
+
+def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
+    """Copy the SQLite database (live, or a snapshot) into PostgreSQL; the user then sets
+    [storage] url. Progress bars on a terminal; the row counts of both sides at the end."""
+    import contextlib
+
+    from feedsync import migrate
+    from feedsync.config import database_url
+    from feedsync.storage import StorageError
+
+    try:
+        url = database_url(args.to)
+    except ValueError as exc:
+        raise UsageError(f"--to: {exc}") from None
+    source = args.source
+    if source is None:
+        candidates = [config.storage.db, config.storage.snapshot]
+        source = next((p for p in candidates if p is not None and p.is_file()), None)
+        if source is None or config.storage.url is not None:
+            raise UsageError("no SQLite database to copy: name one with --from FILE")
+    with contextlib.ExitStack() as stack:
+        progress = (
+            stack.enter_context(migrate.TerminalBar())
+            if sys.stderr.isatty()
+            else (lambda table, done, total: None)
+        )
+        result = migrate.migrate(source, url, progress=progress)
+    migrate.report(result)
+    if not result.equal:
+        raise StorageError("the row counts differ (above): run feedsync migrate again")
+    from feedsync.storage.postgresql import display_url
+
+    print(
+        f"copied {source} into {display_url(url)} in {result.seconds:.1f}s; now set "
+        f"[storage] url to that URL in {config.source or 'the config file'} and remove db "
+        "and snapshot (a password belongs in ~/.pgpass or PGPASSWORD)"
+    )
     return EXIT_OK
 
 

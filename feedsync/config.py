@@ -188,7 +188,7 @@ def _path(value: Any) -> Path:
     return Path(value).expanduser()
 
 
-def _database_url(value: Any) -> str:
+def database_url(value: Any) -> str:
     """A libpq connection URI; the password in it stays out of every message."""
     if not isinstance(value, str) or not re.match(r"(?i)^postgres(ql)?://", value.strip()):
         raise ValueError(
@@ -210,7 +210,7 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "db": _path,
         "snapshot": _path,
         "snapshot_interval": _duration,
-        "url": _database_url,
+        "url": database_url,
     },
     "poll": {
         "lookback": _duration,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
@@ -275,6 +275,25 @@ class PostgreSQLStorage(SQLStorage):
             SearchHit(**{**r, "snippet": snippet(r["title"] + " " + r["snippet"], terms, marks)})
             for r in rows
         ]
+
+    # ------------------------------------------------------------ feedsync migrate
+
+    def bulk_read(self, name: str) -> dict[str, Any]:
+        """One row of a named query of sql/postgresql/migrate.sql (watermarks, counts)."""
+        rows = self._read(name)
+        return dict(rows[0]) if rows else {}
+
+    def bulk_write(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Rows through one named INSERT, all in one transaction (a batch of the copy)."""
+
+        def work(conn: Any) -> None:
+            with conn.cursor() as cursor:
+                cursor.executemany(self._q[name], rows)
+
+        self._write(work)
+
+    def bulk_run(self, name: str, **params: Any) -> None:
+        self._write(lambda conn: self._exec(conn, name, **params))
 
     def export_news(self, since: str) -> Iterator[NewsItem]:
         """Every article since ``since``, oldest first, through a server-side cursor in a
