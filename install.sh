@@ -13,6 +13,8 @@
 #   ./install.sh --user --cron      the same, scheduled by a line in your crontab
 #   ... --run                       then one pass: `feedsync run`, or `feedsync demo`
 #                                   while no feeds are configured
+#   ... --postgresql                also the PostgreSQL driver (pip extra 'postgresql'), for
+#                                   [storage] url = "postgresql://..." (README: Beyond one Pi)
 #   ... --no-start                  install, but do not enable or start anything
 #   ... --uninstall [--purge]       remove the service, cron job, venv and command; keep
 #                                   the config and the data unless --purge
@@ -31,8 +33,9 @@ uninstall=0
 purge=0
 root=""
 apt_updated=0
+extras=""
 
-usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 say() { printf 'install.sh: %s\n' "$*"; }
 die() { printf 'install.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
 
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
         --systemd) schedule=systemd ;;
         --run) run_after=1 ;;
         --no-start) start=0 ;;
+        --postgresql) extras="[postgresql]" ;;
         --uninstall) uninstall=1 ;;
         --purge) purge=1 ;;
         --root)
@@ -116,10 +120,10 @@ ensure_python() {
 pip_install() {
     local venv=$1
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    if ! "$venv/bin/python" -m pip install --quiet --upgrade "$here"; then
+    if ! "$venv/bin/python" -m pip install --quiet --upgrade "$here$extras"; then
         say "a package had to be built from source: installing build headers"
         apt_install build-essential python3-dev libxml2-dev libxslt1-dev pkg-config
-        "$venv/bin/python" -m pip install --quiet --upgrade "$here"
+        "$venv/bin/python" -m pip install --quiet --upgrade "$here$extras"
     fi
 }
 

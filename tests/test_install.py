@@ -148,9 +148,11 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
     # again: an upgrade in place, the config kept as the owner edited it
     (root / "etc/feedsync/feedsync.toml").write_text(config + "\n# my feeds\n")
     (root / "var/lib/feedsync/feedsync.db").write_bytes(b"my data")
-    again = install_root(root, "--systemd")
+    again = install_root(root, "--systemd", "--postgresql")  # and the PostgreSQL driver
     assert again.returncode == 0, again.stdout + again.stderr
     assert "kept your config" in again.stdout
+    python = root / "opt/feedsync/venv/bin/python"
+    assert subprocess.run([str(python), "-c", "import psycopg, psycopg_pool"]).returncode == 0
     after = tree(root)
     assert after["etc/feedsync/feedsync.toml"].endswith("# my feeds\n")
     assert after["var/lib/feedsync/feedsync.db"] == "my data"
