@@ -1,8 +1,10 @@
 """``feedsync migrate --to postgresql://...``: moving up from one Pi's SQLite database.
 
 The SQLite database (the live one, or a snapshot file) is read inside ONE read
-transaction, so what is copied is one consistent state even while a daemon keeps writing
-to it (WAL: the reader never blocks the writer). Each table goes over in key order, in
+transaction, so what is copied is one consistent state even if a process writes to it
+meanwhile (WAL: the reader never blocks the writer); what changes after that state is
+not carried over (rows are copied once, by key: an update to a copied row is not), so
+feedsync is stopped first (README). Each table goes over in key order, in
 batches of a few thousand rows, each batch one transaction on the server; rows keep their
 ids, so every link and reference stays true. The order follows the references: feeds,
 entries, links, articles, then the entries' duplicate_of (it points into news).
