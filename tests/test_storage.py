@@ -1,4 +1,6 @@
-"""The SQLite storage layer on real files: schema, staging, claims, several writers."""
+"""The storage layer: schema (SQLite files), then staging, claims, several writers, the
+feed list and retention on both engines (an SQLite file, a database on a throwaway
+PostgreSQL server), through the same Storage methods."""
 
 from __future__ import annotations
 
@@ -6,13 +8,17 @@ import multiprocessing
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import BACKENDS
 
 from feedsync.records import Article, Entry, FailureOutcome, StageIntent
 from feedsync.storage import StorageError
 from feedsync.storage import sqlite as sqlite_module
+from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlfiles import schema_steps, split_statements
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -27,7 +33,46 @@ def db(tmp_path: Path) -> SQLiteStorage:
     storage.close()
 
 
-def feed_id(storage: SQLiteStorage, url: str = "https://e.com/feed") -> int:
+class Engine:
+    """One database on one engine: open it again (another process would), query it."""
+
+    def __init__(self, opener: Callable[[], SQLStorage], query: Callable[..., list[Any]]):
+        self.open = opener
+        self.query = query
+
+
+@pytest.fixture(params=BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    if request.param == "sqlite":
+        path = tmp_path / "feedsync.db"
+
+        def sqlite_rows(sql: str, *params: Any) -> list[Any]:
+            with sqlite3.connect(path) as conn:
+                return conn.execute(sql, params).fetchall()
+
+        return Engine(lambda: SQLiteStorage.open(path), sqlite_rows)
+    from feedsync.storage.postgresql import PostgreSQLStorage
+
+    url: str = request.getfixturevalue("pg_url")
+
+    def pg_rows(sql: str, *params: Any) -> list[Any]:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            return conn.execute(sql.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
+
+    return Engine(lambda: PostgreSQLStorage.open(url), pg_rows)
+
+
+@pytest.fixture
+def store(engine: Engine) -> Iterator[SQLStorage]:
+    """The storage on each engine, freshly created."""
+    storage = engine.open()
+    yield storage
+    storage.close()
+
+
+def feed_id(storage: SQLStorage, url: str = "https://e.com/feed") -> int:
     storage.add_feed(url, T0)
     return next(f.id for f in storage.feeds_to_poll() if f.url == url)
 
@@ -165,46 +210,45 @@ def test_statement_splitting_keeps_triggers_whole() -> None:
 # ---------------------------------------------------------------- staging
 
 
-def test_staging_reports_only_the_rows_it_created(db: SQLiteStorage) -> None:
-    a, b = feed_id(db, "https://e.com/a"), feed_id(db, "https://e.com/b")
-    first = db.stage(intent(a, [entry(1), entry(2)]))
-    second = db.stage(intent(b, [entry(2), entry(3)]))
+def test_staging_reports_only_the_rows_it_created(store: SQLStorage) -> None:
+    a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
+    first = store.stage(intent(a, [entry(1), entry(2)]))
+    second = store.stage(intent(b, [entry(2), entry(3)]))
     assert len(first.created_ids) == 2 and first.linked == 2
     assert len(second.created_ids) == 1 and second.linked == 2
-    again = db.stage(intent(b, [entry(2), entry(3)]))
+    again = store.stage(intent(b, [entry(2), entry(3)]))
     assert again.created_ids == () and again.linked == 0
-    counts = db.counts()
+    counts = store.counts()
     assert (counts["entries"], counts["links"]) == (3, 4)
 
 
-def test_latest_published_never_moves_backwards(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
+def test_latest_published_never_moves_backwards(store: SQLStorage) -> None:
+    fid = feed_id(store)
 
     def latest() -> str:
-        return next(f.latest_published for f in db.feeds_to_poll())
+        return next(f.latest_published for f in store.feeds_to_poll())
 
     assert latest() == ""
-    db.stage(intent(fid, [entry(1, LATER)], newest=LATER))
+    store.stage(intent(fid, [entry(1, LATER)], newest=LATER))
     assert latest() == LATER
-    db.stage(intent(fid, [entry(2, T0)], newest=T0))  # an older writer finishing last
+    store.stage(intent(fid, [entry(2, T0)], newest=T0))  # an older writer finishing last
     assert latest() == LATER
-    db.stage(intent(fid, [entry(3)], newest=""))  # only undated entries
+    store.stage(intent(fid, [entry(3)], newest=""))  # only undated entries
     assert latest() == LATER
 
 
-def test_a_later_dated_copy_fills_in_a_missing_date(db: SQLiteStorage) -> None:
-    a, b = feed_id(db, "https://e.com/a"), feed_id(db, "https://e.com/b")
-    db.stage(intent(a, [entry(1)]))
-    db.stage(intent(b, [entry(1, T0)], newest=T0))
-    db.stage(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
-    rows = sqlite3.connect(db.path).execute("SELECT published FROM news_summary").fetchall()
-    assert rows == [(T0,)]
+def test_a_later_dated_copy_fills_in_a_missing_date(store: SQLStorage, engine: Engine) -> None:
+    a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
+    store.stage(intent(a, [entry(1)]))
+    store.stage(intent(b, [entry(1, T0)], newest=T0))
+    store.stage(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
+    assert engine.query("SELECT published FROM news_summary") == [(T0,)]
 
 
 def _stage_same_entry(
-    path: str, owner: str, barrier: threading.Barrier, created: list[int]
+    engine: Engine, owner: str, barrier: threading.Barrier, created: list[int]
 ) -> None:
-    storage = SQLiteStorage.open(Path(path))
+    storage = engine.open()
     try:
         fid = storage.feeds_to_poll()[0].id
         barrier.wait()
@@ -213,14 +257,14 @@ def _stage_same_entry(
         storage.close()
 
 
-def test_many_writers_staging_the_same_entry_at_once_make_one_row(db: SQLiteStorage) -> None:
-    feed_id(db)
+def test_many_writers_staging_the_same_entry_at_once_make_one_row(
+    store: SQLStorage, engine: Engine
+) -> None:
+    feed_id(store)
     barrier = threading.Barrier(8)
     created: list[int] = []
     threads = [
-        threading.Thread(
-            target=_stage_same_entry, args=(str(db.path), f"owner{n}", barrier, created)
-        )
+        threading.Thread(target=_stage_same_entry, args=(engine, f"owner{n}", barrier, created))
         for n in range(8)
     ]
     for thread in threads:
@@ -228,97 +272,93 @@ def test_many_writers_staging_the_same_entry_at_once_make_one_row(db: SQLiteStor
     for thread in threads:
         thread.join(60)
     assert len(created) == 1  # exactly one writer created it, so exactly one extracts it
-    assert db.counts()["entries"] == 1
+    assert store.counts()["entries"] == 1
 
 
 # ---------------------------------------------------------------- claims
 
 
 def claim(
-    db: SQLiteStorage, owner: str, now: str = T0, after_id: int = 0, due_before: str = T0
+    store: SQLStorage, owner: str, now: str = T0, after_id: int = 0, due_before: str = T0
 ) -> list[int]:
-    jobs = db.claim_articles(owner, after_id, due_before, now, "2026-11-22T10:15:00Z", 10)
+    jobs = store.claim_articles(owner, after_id, due_before, now, "2026-11-22T10:15:00Z", 10)
     return [job.id for job in jobs]
 
 
-def test_rows_a_process_staged_are_leased_to_it(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    created = db.stage(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
-    assert claim(db, "B") == []
-    assert claim(db, "A") == list(created)
+def test_rows_a_process_staged_are_leased_to_it(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    created = store.stage(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
+    assert claim(store, "B") == []
+    assert claim(store, "A") == list(created)
     # once the lease has expired (process A died), B takes the rows over
-    assert claim(db, "B", now="2026-11-22T10:16:00Z") == list(created)
+    assert claim(store, "B", now="2026-11-22T10:16:00Z") == list(created)
 
 
-def test_a_run_walks_the_queue_once(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    ids = db.stage(intent(fid, [entry(n) for n in range(5)], owner="A")).created_ids
-    assert claim(db, "A", after_id=ids[2]) == list(ids[3:])
+def test_a_run_walks_the_queue_once(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    ids = store.stage(intent(fid, [entry(n) for n in range(5)], owner="A")).created_ids
+    assert claim(store, "A", after_id=ids[2]) == list(ids[3:])
 
 
-def test_failed_rows_wait_for_their_retry_time(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    (row,) = db.stage(intent(fid, [entry(1)], owner="A")).created_ids
-    claim(db, "A")
-    db.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "HTTP 500"))
-    assert claim(db, "A", due_before=T0) == []
-    assert claim(db, "A", due_before=LATER) == [row]
+def test_failed_rows_wait_for_their_retry_time(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    (row,) = store.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    claim(store, "A")
+    store.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "HTTP 500"))
+    assert claim(store, "A", due_before=T0) == []
+    assert claim(store, "A", due_before=LATER) == [row]
 
 
-def test_a_process_that_lost_its_lease_records_nothing(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    (row,) = db.stage(intent(fid, [entry(1)], owner="A")).created_ids
-    assert claim(db, "B", now="2026-11-22T10:16:00Z") == [row]  # A's lease expired
-    db.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "late"))
-    state = (
-        sqlite3.connect(db.path)
-        .execute("SELECT state, attempts, lease_owner FROM news_summary")
-        .fetchone()
-    )
-    assert state == ("new", 0, "B")
+def test_a_process_that_lost_its_lease_records_nothing(store: SQLStorage, engine: Engine) -> None:
+    fid = feed_id(store)
+    (row,) = store.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    assert claim(store, "B", now="2026-11-22T10:16:00Z") == [row]  # A's lease expired
+    store.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "late"))
+    state = engine.query("SELECT state, attempts, lease_owner FROM news_summary")
+    assert state == [("new", 0, "B")]
 
 
-def test_saving_an_article_completes_the_row(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    (row,) = db.stage(intent(fid, [entry(1, T0)], owner="A")).created_ids
-    claim(db, "A")
-    db.save_article(row, Article(text="Body text.", author="Ann", language="en"), T0, LATER)
-    db.save_article(row, Article(text="Again."), T0, LATER)  # a second save changes nothing
-    (item,) = db.news_recent(10)
+def test_saving_an_article_completes_the_row(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    (row,) = store.stage(intent(fid, [entry(1, T0)], owner="A")).created_ids
+    claim(store, "A")
+    store.save_article(row, Article(text="Body text.", author="Ann", language="en"), T0, LATER)
+    store.save_article(row, Article(text="Again."), T0, LATER)  # a second save changes nothing
+    (item,) = store.news_recent(10)
     assert (item.title, item.body, item.feed_title, item.author) == (
         "Story 1",
         "Body text.",
         "Feed",
         "Ann",
     )
-    assert db.counts()["queue_new"] == 0
-    assert claim(db, "A") == []
+    assert store.counts()["queue_new"] == 0
+    assert claim(store, "A") == []
 
 
 # ---------------------------------------------------------------- the feed list
 
 
-def test_config_feeds_are_added_disabled_and_readopted(db: SQLiteStorage) -> None:
-    assert db.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0) == [
+def test_config_feeds_are_added_disabled_and_readopted(store: SQLStorage) -> None:
+    assert store.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0) == [
         "https://e.com/1",
         "https://e.com/2",
     ]
-    db.add_feed("https://e.com/cli", T0)
-    assert db.sync_config_feeds(["https://e.com/1"], T0) == []
-    health = {f.url: f for f in db.feed_health()}
+    store.add_feed("https://e.com/cli", T0)
+    assert store.sync_config_feeds(["https://e.com/1"], T0) == []
+    health = {f.url: f for f in store.feed_health()}
     assert not health["https://e.com/2"].enabled
     assert health["https://e.com/2"].disabled_reason == "not in the config file any more"
     assert health["https://e.com/cli"].enabled  # added by hand: the config does not own it
-    db.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0)
-    assert all(f.enabled for f in db.feed_health())
+    store.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0)
+    assert all(f.enabled for f in store.feed_health())
 
 
-def test_removing_a_feed_keeps_its_articles(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    db.stage(intent(fid, [entry(1)]))
-    assert db.remove_feed("https://e.com/feed")
-    assert not db.remove_feed("https://e.com/feed")
-    counts = db.counts()
+def test_removing_a_feed_keeps_its_articles(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    store.stage(intent(fid, [entry(1)]))
+    assert store.remove_feed("https://e.com/feed")
+    assert not store.remove_feed("https://e.com/feed")
+    counts = store.counts()
     assert (counts["feeds"], counts["entries"], counts["links"]) == (0, 1, 0)
 
 
@@ -343,50 +383,50 @@ def test_a_folder_planted_by_another_user_in_a_shared_place_is_refused(tmp_path:
 # ---------------------------------------------------------------- retention
 
 
-def test_retention_prunes_old_articles_and_keeps_their_tombstones(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
+def test_retention_prunes_old_articles_and_keeps_their_tombstones(store: SQLStorage) -> None:
+    fid = feed_id(store)
     old, recent, undated = entry(1, "2025-01-01T00:00:00Z"), entry(2, LATER), entry(3)
     staged_at = "2025-01-01T00:00:00Z"
-    ids = db.stage(intent(fid, [old, recent, undated], owner="A", now=staged_at)).created_ids
-    claim(db, "A")
+    ids = store.stage(intent(fid, [old, recent, undated], owner="A", now=staged_at)).created_ids
+    claim(store, "A")
     for row, staged in zip(ids, (old, recent, undated), strict=True):
-        db.save_article(row, Article(text="Body."), staged.published, "2025-01-02T00:00:00Z")
+        store.save_article(row, Article(text="Body."), staged.published, "2025-01-02T00:00:00Z")
 
-    news, tombstones = db.prune("2026-01-01T00:00:00Z", None, batch=1)
+    news, tombstones = store.prune("2026-01-01T00:00:00Z", None, batch=1)
     assert (news, tombstones) == (2, 0)  # the 2025 article and the undated one (fetched 2025)
-    assert [n.title for n in db.news_recent(10)] == ["Story 2"]
-    assert db.counts()["entries"] == 3  # every row kept: none is fetched again
-    again = db.stage(intent(fid, [old, recent, undated], owner="B"))
+    assert [n.title for n in store.news_recent(10)] == ["Story 2"]
+    assert store.counts()["entries"] == 3  # every row kept: none is fetched again
+    again = store.stage(intent(fid, [old, recent, undated], owner="B"))
     assert again.created_ids == ()
 
     # a tombstone is kept at least tombstone_days after it was first seen, whatever the
     # entry's date (an archive feed of old entries must not have them refetched)
-    assert db.prune(None, "2024-12-31T00:00:00Z") == (0, 0)
-    news, tombstones = db.prune("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    assert store.prune(None, "2024-12-31T00:00:00Z") == (0, 0)
+    news, tombstones = store.prune("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
     assert (news, tombstones) == (0, 1)  # the dated 2025 tombstone goes, the undated stays
-    assert db.counts()["entries"] == 2
+    assert store.counts()["entries"] == 2
 
 
 # ---------------------------------------------------------------- feed claims
 
 
 def test_a_feed_being_polled_is_skipped_by_others_until_its_claim_ends(
-    db: SQLiteStorage,
+    store: SQLStorage,
 ) -> None:
-    fid = feed_id(db)
+    fid = feed_id(store)
     soon, later = "2026-11-22T10:05:00Z", "2026-11-22T10:06:00Z"
-    assert db.claim_feed(fid, "A", T0, soon)
-    assert not db.claim_feed(fid, "B", T0, soon)  # A is polling it
-    assert db.claim_feed(fid, "A", T0, soon)  # A may renew its own
-    assert db.claim_feed(fid, "B", later, "2026-11-22T10:11:00Z")  # A died: taken over
-    db.record_poll_failure(fid, "HTTP 500", later, LATER)  # any outcome ends the claim
-    assert db.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
+    assert store.claim_feed(fid, "A", T0, soon)
+    assert not store.claim_feed(fid, "B", T0, soon)  # A is polling it
+    assert store.claim_feed(fid, "A", T0, soon)  # A may renew its own
+    assert store.claim_feed(fid, "B", later, "2026-11-22T10:11:00Z")  # A died: taken over
+    store.record_poll_failure(fid, "HTTP 500", later, LATER)  # any outcome ends the claim
+    assert store.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
 
 
-def test_a_stopping_process_gives_back_all_it_holds(db: SQLiteStorage) -> None:
-    fid = feed_id(db)
-    db.stage(intent(fid, [entry(1)], owner="A"))
-    db.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z")
-    db.release_leases("A")
-    assert db.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z")
-    assert claim(db, "B") != []
+def test_a_stopping_process_gives_back_all_it_holds(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    store.stage(intent(fid, [entry(1)], owner="A"))
+    store.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z")
+    store.release_leases("A")
+    assert store.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z")
+    assert claim(store, "B") != []
