@@ -18,6 +18,7 @@ from pathlib import Path
 import pgserver
 import pytest
 from conftest import FeedsyncEnv, RunningDaemon, cli_env, wait_until
+from test_daemon import NotifySocket
 
 from feedsync.storage.postgresql import PostgreSQLStorage, display_url
 
@@ -118,26 +119,39 @@ def test_the_daemon_waits_for_its_database_then_works(
     fs: FeedsyncEnv,
     pg_server: pgserver.PostgresServer,
     start_daemon_for: object,
+    tmp_path: Path,
 ) -> None:
     """The database does not exist yet (a server being set up): the daemon says so, keeps
     trying, and starts polling once it is there."""
     name = "late_database"
     fs.url = pg_server.url(name)
     fs.configure([], daemon={"tick": "1s"})
-    daemon: RunningDaemon = start_daemon_for(fs)  # type: ignore[operator]
-    wait_until(lambda: "trying again in" in daemon.output(), "the daemon to report its wait")
-    assert daemon.process.poll() is None  # still there, waiting
-    text = daemon.output()
-    assert f'database "{name}" does not exist' in text and pgserver.PASSWORD not in text
-    pg_server.admin(f'CREATE DATABASE "{name}"')
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon: RunningDaemon = start_daemon_for(fs, NOTIFY_SOCKET=str(notify.path))  # type: ignore[operator]
     try:
+        wait_until(lambda: "trying again in" in daemon.output(), "the daemon to report its wait")
+        assert daemon.process.poll() is None  # still there, waiting
+        text = daemon.output()
+        assert f'database "{name}" does not exist' in text and pgserver.PASSWORD not in text
+        waiting = f"STATUS=waiting for the database: cannot connect to {display_url(fs.url)}"
+        wait_until(
+            lambda: any(waiting in message for _, message in notify.messages),
+            "systemd to hear what the daemon waits for",
+        )
+        pg_server.admin(f'CREATE DATABASE "{name}"')
         wait_until(
             lambda: json.loads(fs.run("status", "--json").stdout)["daemon"]["running"],
             "the daemon to start working",
         )
+        wait_until(
+            lambda: any("STATUS=0 feeds (0 failing)" in m for _, m in notify.messages),
+            "systemd to hear the daemon work",
+        )
         assert daemon.stop() == 0
         assert "Traceback" not in daemon.output()
+        assert not any(pgserver.PASSWORD in message for _, message in notify.messages)
     finally:
+        notify.close()
         pg_server.drop_database(fs.url)
 
 
