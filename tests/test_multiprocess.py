@@ -197,6 +197,10 @@ def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
     hits = news.article_hits()
     assert hits == {path: 1 + news.injected.get(path, 0) for path in hits}
     assert len(hits) == len(news.expected) and news.injected
+    print(
+        f"{fs_card.backend}: {len(rows)} articles once each, {sum(hits.values())} page "
+        f"requests ({len(news.injected)} pages made to fail once), {len(outputs)} runs"
+    )
     if fs_card.backend == "postgresql":
         return  # no snapshots there
     assert fs_card.snapshot_path is not None  # the last snapshot is sound and complete
