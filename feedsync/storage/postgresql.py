@@ -8,7 +8,7 @@ same names, tables and columns as SQLite's); what differs is here:
   pooled connection (``autocommit`` off only inside ``conn.transaction()``), and no
   network I/O to the feeds happens while one is open;
 - concurrency is the server's: ``ON CONFLICT DO NOTHING RETURNING id`` names the rows
-  one poller really created, claims use ``FOR UPDATE SKIP LOCKED`` plus the same leases,
+  one poller really created, claims use ``FOR NO KEY UPDATE SKIP LOCKED`` plus the same leases,
   and a transaction the server aborted as a deadlock or serialization failure is run
   again whole (it is short and has no side effect outside the database);
 - the schema is applied under ``pg_advisory_xact_lock``, so pollers starting together
