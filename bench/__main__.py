@@ -4,9 +4,11 @@
     .venv/bin/python -m bench --quick --output DIR # tiny sizes, 1 run (CI)
     .venv/bin/python -m bench --only 1,2,7         # some scenarios (4 also runs 1-3)
     .venv/bin/python -m bench --render             # RESULTS.md again from results.json
+    .venv/bin/python -m bench --only 8 --merge     # run 8, put it into the existing results
 
 Exit status: 0 when every scenario ran, 1 when one failed (the others still run and the
-report says which failed and why), 2 for bad arguments.
+report says which failed and why), 2 for bad arguments. A scenario that cannot run on
+this machine (8 without PostgreSQL) is reported as skipped, with the reason: not a failure.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from typing import Any
 from bench import baseline
 from bench.common import BENCH, Bench, Params, Result
 from bench.measure import BenchError, machine
-from bench.report import render, write
-from bench.scenarios import extract, ingest, memory, scale, startup, writes
+from bench.report import merge, render, write
+from bench.scenarios import extract, ingest, memory, pg_scale, scale, startup, writes
+
+SCENARIOS = set(range(1, 9))
 
 QUICK_OUTPUT = BENCH / "quick-results"
 
@@ -36,8 +40,8 @@ def _scenarios(text: str) -> set[int]:
         chosen = {int(part) for part in text.split(",") if part.strip()}
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 1,3,7, got {text!r}") from None
-    if not chosen or not chosen <= set(range(1, 8)):
-        raise argparse.ArgumentTypeError(f"scenarios are 1 to 7, got {text!r}")
+    if not chosen or not chosen <= SCENARIOS:
+        raise argparse.ArgumentTypeError(f"scenarios are 1 to {max(SCENARIOS)}, got {text!r}")
     return chosen
 
 
@@ -55,6 +59,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--feeds", type=int, help="N feeds (default 200)")
     parser.add_argument("--entries", type=int, help="M entries per feed (default 50)")
     parser.add_argument("--articles", type=int, help="K articles to extract (default 100)")
+    parser.add_argument("--pg-feeds", type=int, help="feeds polled in scenario 8 (default 2000)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="put the scenarios run (--only) into the existing results.json instead of"
+        " replacing it, then write RESULTS.md again from the whole",
+    )
     parser.add_argument(
         "--render",
         action="store_true",
@@ -71,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     params = Params.quick_mode() if args.quick else Params()
     overrides = {
         name: getattr(args, name)
-        for name in ("repeat", "feeds", "entries", "articles")
+        for name in ("repeat", "feeds", "entries", "articles", "pg_feeds")
         if getattr(args, name) is not None
     }
     if any(v < 1 for v in overrides.values()):
@@ -87,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m bench: cannot render {where}: {exc}", file=sys.stderr)
             return 1
         return 0
-    chosen = args.only or set(range(1, 8))
+    if args.merge and not (output / "results.json").exists():
+        print(f"python -m bench: --merge needs {output / 'results.json'}", file=sys.stderr)
+        return 2
+    chosen = args.only or set(SCENARIOS)
     if 4 in chosen:
         chosen |= {1, 2, 3}  # scenario 4 reports the memory of 1 and 3's runs
 
@@ -95,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(params, keep=args.keep, verbose=not args.quiet)
     results: list[Result] = []
     failures: dict[int, str] = {}
+    skipped: dict[int, str] = {}
     reader: str | None = None
     sides: dict[str, Any] = {}  # the raw runs of 1-2 and 3, for scenario 4
 
@@ -102,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         begun = time.monotonic()
         try:
             made = step()
+        except pg_scale.Skipped as exc:
+            bench.log(f"scenario {numbers} SKIPPED: {exc}")
+            for number in numbers:
+                skipped[number] = str(exc)
+            return
         except (BenchError, OSError, ValueError, KeyError, AssertionError) as exc:
             detail = str(exc) if isinstance(exc, BenchError) else traceback.format_exc()
             bench.log(f"scenario {numbers} FAILED: {detail.splitlines()[0] if detail else exc}")
@@ -143,21 +163,40 @@ def main(argv: list[str] | None = None) -> int:
             attempt((6,), lambda: [scale.run(bench)])
         if 7 in chosen:
             attempt((7,), lambda: [startup.run(bench)])
+        if 8 in chosen:
+            attempt((8,), lambda: [pg_scale.run(bench)])
     finally:
         bench.close()
 
     command = "python -m bench " + shlex.join(argv if argv is not None else sys.argv[1:])
-    md, js = write(
-        output,
-        results,
-        failures,
-        params=params,
-        machine=machine(),
-        reader=reader,
-        command=command.strip(),
-        seconds=time.monotonic() - started,
+    if args.merge:
+        md, js = merge(
+            output,
+            results,
+            failures,
+            chosen=chosen,
+            params=params,
+            command=command.strip(),
+            seconds=time.monotonic() - started,
+            machine=machine(),
+            skipped=skipped,
+        )
+    else:
+        md, js = write(
+            output,
+            results,
+            failures,
+            params=params,
+            machine=machine(),
+            reader=reader,
+            command=command.strip(),
+            seconds=time.monotonic() - started,
+            skipped=skipped,
+        )
+    bench.log(
+        f"bench: wrote {md} and {js} ({len(results)} scenarios, {len(failures)} failed, "
+        f"{len(skipped)} skipped)"
     )
-    bench.log(f"bench: wrote {md} and {js} ({len(results)} scenarios, {len(failures)} failed)")
     return 1 if failures else 0
 
 

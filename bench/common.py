@@ -44,6 +44,8 @@ class Params:
     scale_large: int = 1_000_000
     scale_polls: int = 50  # stage() calls timed per run
     startup_repeat: int = 10  # scenario 7 is cheap: more runs
+    pg_feeds: int = 2_000  # scenario 8: feeds polled by 1, 2, 4 daemons on PostgreSQL
+    pg_entries: int = 10  # entries per feed: polling and staging, not parsing
 
     @classmethod
     def quick_mode(cls) -> Params:
@@ -65,6 +67,8 @@ class Params:
             scale_large=10_000,
             scale_polls=5,
             startup_repeat=2,
+            pg_feeds=20,
+            pg_entries=5,
         )
 
 
@@ -119,6 +123,7 @@ class Result:
     details: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    date: str = ""  # when measured, if not with the rest of the run (python -m bench --merge)
 
     def row(
         self,
@@ -144,6 +149,7 @@ class Result:
             "details": self.details,
             "notes": self.notes,
             "seconds": round(self.seconds, 1),
+            **({"date": self.date} if self.date else {}),
         }
 
     @classmethod
@@ -157,6 +163,7 @@ class Result:
             details=data["details"],
             notes=data["notes"],
             seconds=data["seconds"],
+            date=data.get("date", ""),
         )
 
 
@@ -206,13 +213,15 @@ class Bench:
         path: Path,
         feeds: Sequence[str],
         *,
-        db: Path,
+        db: Path | None = None,
         snapshot: Path | None = None,
+        url: str | None = None,
         **sections: dict[str, Any],
     ) -> Path:
         """A feedsync config file: everything on one loopback host, so no politeness delay,
-        per_host = concurrency, [extract] workers as the params say."""
-        storage: dict[str, Any] = {"db": str(db)}
+        per_host = concurrency, [extract] workers as the params say. ``url``: a PostgreSQL
+        database instead of the SQLite file ``db``."""
+        storage: dict[str, Any] = {"url": url} if url else {"db": str(db)}
         if snapshot is not None:
             storage["snapshot"] = str(snapshot)
         settings: dict[str, dict[str, Any]] = {

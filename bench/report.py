@@ -95,10 +95,12 @@ def write(
     reader: str | None,
     command: str,
     seconds: float,
+    skipped: dict[int, str] | None = None,
 ) -> tuple[Path, Path]:
     output.mkdir(parents=True, exist_ok=True)
     seconds = round(seconds, 1)  # as results.json keeps it, so that render() agrees
     stamp = datetime.now(UTC)
+    skipped = skipped or {}
     data = {
         "mode": "quick" if params.quick else "full",
         "date": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -109,12 +111,59 @@ def write(
         "seconds": round(seconds, 1),
         "scenarios": [r.as_dict() for r in sorted(results, key=lambda r: r.number)],
         "failures": {str(k): v for k, v in failures.items()},
+        "skipped": {str(k): v for k, v in skipped.items()},
     }
+    return _save(output, data)
+
+
+def _save(output: Path, data: dict[str, Any]) -> tuple[Path, Path]:
     json_path = output / "results.json"
     json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    md_path = output / "RESULTS.md"
-    md_path.write_text(_markdown(data, results, failures, params, seconds), encoding="utf-8")
-    return md_path, json_path
+    return render(output), json_path
+
+
+def merge(
+    output: Path,
+    results: list[Result],
+    failures: dict[int, str],
+    *,
+    chosen: set[int],
+    params: Params,
+    command: str,
+    seconds: float,
+    machine: dict[str, Any],
+    skipped: dict[int, str] | None = None,
+) -> tuple[Path, Path]:
+    """Put the scenarios just run into an existing results.json (``--merge``): their
+    entries replace those of the same numbers (results, failures, skips), the others stay
+    as they were measured; each merged scenario keeps its own date, and the run is listed
+    under "merged". Then RESULTS.md is written again from the whole."""
+    path = output / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data["mode"] != ("quick" if params.quick else "full"):
+        raise ValueError(f"{path} is a {data['mode']} run: merge runs of the same mode")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for result in results:
+        result.date = stamp
+    kept = [s for s in data["scenarios"] if s["scenario"] not in chosen]
+    data["scenarios"] = sorted(
+        kept + [r.as_dict() for r in results], key=lambda s: int(s["scenario"])
+    )
+    for key, new in (("failures", failures), ("skipped", skipped or {})):
+        old = {k: v for k, v in data.get(key, {}).items() if int(k) not in chosen}
+        data[key] = dict(sorted({**old, **{str(k): v for k, v in new.items()}}.items()))
+    for name, value in params.__dict__.items():  # sizes of the new scenarios, if new
+        data["params"].setdefault(name, value)
+    data.setdefault("merged", []).append(
+        {
+            "scenarios": sorted(chosen),
+            "date": stamp,
+            "command": command,
+            "seconds": round(seconds, 1),
+            "machine": machine,
+        }
+    )
+    return _save(output, data)
 
 
 def render(output: Path) -> Path:
@@ -123,10 +172,11 @@ def render(output: Path) -> Path:
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     results = [Result.from_dict(s) for s in data["scenarios"]]
     failures = {int(k): v for k, v in data["failures"].items()}
+    skipped = {int(k): v for k, v in data.get("skipped", {}).items()}
     params = Params(**data["params"])
     md_path = output / "RESULTS.md"
     md_path.write_text(
-        _markdown(data, results, failures, params, data["seconds"]), encoding="utf-8"
+        _markdown(data, results, failures, params, data["seconds"], skipped), encoding="utf-8"
     )
     return md_path
 
@@ -137,7 +187,9 @@ def _markdown(
     failures: dict[int, str],
     params: Params,
     seconds: float,
+    skipped: dict[int, str] | None = None,
 ) -> str:
+    skipped = skipped or {}
     machine = data["machine"]
     short = machine_short(machine)
     day = data["date"][:10]
@@ -167,9 +219,24 @@ def _markdown(
         f" articles, feedsync `[poll] concurrency = per_host = {params.concurrency}`, "
         f'`[extract] workers = {params.workers}`, `[fetch] host_delay = "0s"` (one loopback '
         "host). Cells are min / **median** / max over the runs; the ratio is feedsync's median "
-        "over the baseline's (for times and sizes below 1 is better for feedsync).",
+        "over the baseline's (for times and sizes below 1 is better for feedsync). "
+        f"Scenario 8: {params.pg_feeds:,} feeds x {params.pg_entries} entries.",
         "",
     ]
+    for merged in data.get("merged", []):
+        numbers = ", ".join(str(n) for n in merged["scenarios"])
+        other = merged.get("machine")
+        where = (
+            "on the same machine"
+            if not other or machine_short(other) == short
+            else f"on {machine_short(other)}"
+        )
+        out += [
+            f"Scenario{'s' if len(merged['scenarios']) > 1 else ''} {numbers} measured later, "
+            f"{merged['date'].replace('T', ' ')}, {where} (`{merged['command']}`, "
+            f"{merged['seconds'] / 60:.0f} minutes), merged into this run's results.",
+            "",
+        ]
     analysis = {} if params.quick else analysis_sections()
     if 0 in analysis:
         out += [analysis[0], ""]
@@ -183,12 +250,14 @@ def _markdown(
             out.append(
                 f"| {result.number if index == 0 else ''} | {title} | {row.metric} | "
                 f"{_cell(row, 'feedsync')} | {_cell(row, 'baseline')} | {verdict(row)} | "
-                f"{short} | {day} |"
+                f"{short} | {result.date[:10] or day} |"
             )
     for number, reason in sorted(failures.items()):
         out.append(
             f"| {number} | FAILED | {reason.splitlines()[0][:120]} | | | | {short} | {day} |"
         )
+    for number, reason in sorted(skipped.items()):
+        out.append(f"| {number} | SKIPPED | {reason} | | | | {short} | {day} |")
     out.append("")
 
     for result in sorted(results, key=lambda r: r.number):
@@ -200,10 +269,16 @@ def _markdown(
         ]
         out += [f"- {note}" for note in result.notes]
         runs = result.rows[0].feedsync.runs if result.rows else ()
-        out += [f"- runs per side: {len(runs)}; scenario time {result.seconds:.0f} s", ""]
+        when = f"; measured {result.date.replace('T', ' ')}" if result.date else ""
+        out += [
+            f"- runs per side: {len(runs)}; scenario time {result.seconds:.0f} s{when}",
+            "",
+        ]
         text = analysis.get(result.number)
         if text:
             out += [text, ""]
     for number, reason in sorted(failures.items()):
         out += [f"## {number}. FAILED", "", "```", reason[-3000:], "```", ""]
+    for number, reason in sorted(skipped.items()):
+        out += [f"## {number}. SKIPPED", "", f"Not run on this machine: {reason}.", ""]
     return "\n".join(out).rstrip() + "\n"

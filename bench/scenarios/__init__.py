@@ -1,4 +1,4 @@
-"""The seven scenarios of issue 9, one module per concern:
+"""The seven scenarios of issue 9 and the eighth of issue 13, one module per concern:
 
 1-2. :mod:`bench.scenarios.ingest`: cold ingest and steady state against ``reader``.
 3. :mod:`bench.scenarios.extract`: fetch + extract against a bare httpx + trafilatura loop.
@@ -6,4 +6,6 @@
 5. :mod:`bench.scenarios.writes`: SD-card writes, snapshots against the database on disk.
 6. :mod:`bench.scenarios.scale`: staging with 1M against 10k rows already staged.
 7. :mod:`bench.scenarios.startup`: ``--help`` and a no-op run against the bare interpreter.
+8. :mod:`bench.scenarios.pg_scale`: 2,000 feeds polled by 1, 2 and 4 daemons on PostgreSQL
+   against 1 daemon on SQLite.
 """
