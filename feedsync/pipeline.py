@@ -115,6 +115,7 @@ class Pass:
         self.rng = rng or random.Random()
         self.stats = RunStats()
         self._gate = fetch.HostGate(1, 1)  # the pass's own, set up in _run
+        self._due_before: str | None = None  # due-only passes: the feeds' due time, in _run
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._host_backoff: dict[str, int] = {}  # hosts in a 429/503 backoff: its count
         self._lan_hosts: dict[str, bool] = {}
@@ -189,6 +190,7 @@ class Pass:
         poll = self.config.poll
         now = self.clock()
         started_at = timestamps.to_iso(now)
+        self._due_before = started_at if self.due_only else None
         feeds = await self._on_lane(
             self.storage.feeds_to_poll,
             started_at if self.due_only else None,
@@ -341,7 +343,10 @@ class Pass:
     def _claim_feed(self, feed: Feed) -> bool:
         now = self.clock()
         until = timestamps.to_iso(now + self.config.poll.lease)
-        return self.storage.claim_feed(feed.id, self.owner, timestamps.to_iso(now), until)
+        # still due: on a shared database another poller may have polled it since we listed it
+        return self.storage.claim_feed(
+            feed.id, self.owner, timestamps.to_iso(now), until, self._due_before
+        )
 
     def _record_failure(self, feed: Feed, error: str, hint: timedelta | None = None) -> None:
         now = self.clock()

@@ -5,11 +5,14 @@
 -- name: poll_claim
 -- A feed about to be polled is claimed, so another process (the daemon, a manual run,
 -- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
--- outcome below gives the claim back.
+-- outcome below gives the claim back. With :due_before (a pass polling due feeds only),
+-- the feed must still be due: another poller may have polled it, and released it, since
+-- this pass listed it.
 UPDATE feeds
    SET lease_owner = :owner, lease_until = :lease_until
  WHERE id = :feed_id
-   AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner);
+   AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
+   AND (:due_before IS NULL OR next_poll_at IS NULL OR next_poll_at <= :due_before);
 
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.

@@ -276,3 +276,43 @@ def test_processes_killed_at_random_instants_cost_a_bounded_number_of_refetches(
         f"requests, {extra} refetches after {kills} kills (bound {kills * concurrency})"
     )
     assert all(n >= 1 + news.injected.get(path, 0) for path, n in hits.items())
+
+
+def test_pollers_side_by_side_poll_each_due_feed_once(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """Two daemons on one database split the due feeds: each feed is polled by one of
+    them. The second starts while the first is mid-way: it lists feeds that are due, and
+    must not poll one the first has polled (and released) since."""
+    feeds = [f"f{n}.xml" for n in range(60)]
+    for n, name in enumerate(feeds):
+        story = f"Story {n}"
+        site.feed(name, [Item(story, site.page(f"s{n}", story), None)], delay=0.3)
+    fs_card.configure(
+        [site.url(f"/feeds/{name}") for name in feeds],
+        daemon={"tick": "1s"},
+        poll={
+            "interval": "1h",
+            "min_interval": "1h",
+            "max_interval": "2h",
+            "concurrency": 2,
+            "per_host": 2,
+        },
+    )
+
+    def polled() -> int:
+        return sum(site.hits(f"/feeds/{name}") > 0 for name in feeds)
+
+    daemons = [start_daemon()]
+    wait_until(lambda: polled() >= 4, "the first daemon to be polling")
+    daemons.append(start_daemon())
+    wait_until(lambda: polled() == len(feeds), "every feed to be polled", 120)
+    wait_until(
+        lambda: fs_card.query("SELECT count(*) FROM feeds WHERE last_poll_at IS NULL")[0][0] == 0,
+        "every poll to be recorded",
+    )
+    for daemon in daemons:
+        assert daemon.stop() == 0
+        assert "Traceback" not in daemon.output(), daemon.output()
+    twice = {name: site.hits(f"/feeds/{name}") for name in feeds}
+    assert all(hits == 1 for hits in twice.values()), {n: h for n, h in twice.items() if h > 1}

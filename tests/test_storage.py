@@ -423,6 +423,20 @@ def test_a_feed_being_polled_is_skipped_by_others_until_its_claim_ends(
     assert store.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
 
 
+def test_a_feed_polled_by_another_since_it_was_listed_is_not_claimed_again(
+    store: SQLStorage,
+) -> None:
+    fid = feed_id(store)
+    assert store.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z", due_before=T0)
+    store.record_poll_failure(fid, "HTTP 500", T0, LATER)  # A polled it: due again at LATER
+    # B listed it as due at T0, before A's poll: too late now
+    assert not store.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z", due_before=T0)
+    # a pass that polls every feed (a manual run) still may; so may B once it is due
+    assert store.claim_feed(fid, "C", T0, "2026-11-22T10:05:00Z")
+    store.release_leases("C")
+    assert store.claim_feed(fid, "B", LATER, "2026-11-22T11:05:00Z", due_before=LATER)
+
+
 def test_a_stopping_process_gives_back_all_it_holds(store: SQLStorage) -> None:
     fid = feed_id(store)
     store.stage(intent(fid, [entry(1)], owner="A"))

@@ -84,8 +84,12 @@ class Storage(Protocol):
         """Insert the candidates, link them, advance the feed: ONE transaction."""
         ...
 
-    def claim_feed(self, feed_id: int, owner: str, now: str, lease_until: str) -> bool:
-        """Claim a feed for polling; False when another live process is polling it."""
+    def claim_feed(
+        self, feed_id: int, owner: str, now: str, lease_until: str, due_before: str | None = None
+    ) -> bool:
+        """Claim a feed for polling; False when another live process is polling it, or
+        (with ``due_before``: a pass of due feeds) when it is no longer due because another
+        poller has polled it since the pass listed it."""
         ...
 
     def record_not_modified(

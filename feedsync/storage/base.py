@@ -247,7 +247,9 @@ class SQLStorage:
 
         return self._write(work)
 
-    def claim_feed(self, feed_id: int, owner: str, now: str, lease_until: str) -> bool:
+    def claim_feed(
+        self, feed_id: int, owner: str, now: str, lease_until: str, due_before: str | None = None
+    ) -> bool:
         return bool(
             self._write(
                 lambda conn: self._exec(
@@ -257,6 +259,7 @@ class SQLStorage:
                     owner=owner,
                     now=now,
                     lease_until=lease_until,
+                    due_before=due_before,
                 )
             ).rowcount
         )

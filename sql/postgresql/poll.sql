@@ -6,7 +6,9 @@
 -- name: poll_claim
 -- A feed about to be polled is claimed, so another process (the daemon, a manual run,
 -- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
--- outcome below gives the claim back.
+-- outcome below gives the claim back. With :due_before (a pass polling due feeds only),
+-- the feed must still be due: another poller may have polled it, and released it, since
+-- this pass listed it.
 -- SKIP LOCKED: a poller claiming the same feed this instant wins, this one skips it
 -- (NO KEY UPDATE: a feed being linked to entries, KEY SHARE, is not being claimed).
 UPDATE feeds
@@ -14,6 +16,8 @@ UPDATE feeds
  WHERE id = (SELECT id FROM feeds
               WHERE id = :feed_id
                 AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
+                AND (CAST(:due_before AS text) IS NULL OR next_poll_at IS NULL
+                     OR next_poll_at <= :due_before)
                 FOR NO KEY UPDATE SKIP LOCKED);
 
 -- name: poll_not_modified
