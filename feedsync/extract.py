@@ -202,10 +202,9 @@ class Extractor:
         if self._submitted:
             future = pool.submit(extract_html, html, url, self._timeout, content_type)
         else:
-            # The first submit starts the forkserver (a fresh interpreter) and waits for
-            # it: a noticeable stall on a Pi or a busy machine, during which the event
-            # loop would stand still (every request due to start, and with them the
-            # per-host spacing shared with other pollers).
+            # The first submit starts the forkserver, which imports trafilatura before it
+            # answers: seconds on a Pi, during which the event loop would stand still
+            # (every request in flight or due to start, the per-host spacing with them).
             future = await asyncio.to_thread(
                 pool.submit, extract_html, html, url, self._timeout, content_type
             )
