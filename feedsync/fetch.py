@@ -20,8 +20,7 @@ article may be too when one of its feeds is, or with ``[fetch] allow_private``.
 
 Failures come back as :class:`FetchError` with a one-line reason fit for
 ``feeds.last_error``. :class:`HostGate` bounds concurrent requests per host and spaces
-them by ``[fetch] host_delay``, for feed polls and article fetches alike, in this process
-and (through the database, :class:`SharedHosts`) across every poller.
+them by ``[fetch] host_delay``, for feed polls and article fetches alike.
 """
 
 from __future__ import annotations
@@ -29,23 +28,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
-import random
 import re
 import socket
 import ssl
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
-import anyio.lowlevel
-import anyio.to_thread
 import httpcore
 import httpx
 
@@ -228,15 +224,6 @@ def make_client(
     )
 
 
-async def warm_up() -> None:
-    """What the first request of a process would otherwise do between its turn and its
-    send: anyio loads its event-loop backend and starts its worker thread (name
-    resolution) on first use, tens of milliseconds on a busy machine. Done before any
-    turn is taken, so that a request leaves when its turn says."""
-    await anyio.lowlevel.checkpoint()
-    await anyio.to_thread.run_sync(lambda: None)
-
-
 async def host_is_private(host: str) -> bool:
     """Whether ``host`` (a feed's) is on the LAN: any of its addresses private."""
     try:
@@ -248,35 +235,9 @@ async def host_is_private(host: str) -> bool:
 # ---------------------------------------------------------------- politeness
 
 
-class SharedHosts(Protocol):
-    """The hosts' politeness shared with every process on the database (the pipeline's
-    storage calls, run off the event loop): ``take`` a host's turn, a concurrency slot and
-    the seconds to wait before starting (None: every slot is in use), ``give_back`` the
-    slot once the request is over."""
-
-    async def take(self, host: str) -> tuple[int, float] | None: ...
-
-    async def give_back(self, host: str, slot: int) -> None: ...
-
-
-# Asking again for a turn while another process holds every slot of a host: from this
-# wait, doubling, up to the last (each ask is one short write transaction).
-SHARED_RETRY_S = (0.05, 0.5)
-# Waking up this much after a shared turn's start is late (see HostGate._start_on_time),
-# and how many times a late turn is taken again before going ahead anyway.
-LATE_S = 0.02
-LATE_RETRIES = 3
-
-
 class HostGate:
     """Per host: at most ``per_host`` requests at once, ``delay`` between two starts, and
-    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall.
-
-    In this process the semaphores are the fast local layer. With ``shared``, the cap and
-    the delay also hold across processes: each request takes the host's turn from the
-    database (a slot of ``per_host``, a start spaced ``delay`` from every other poller's)
-    and sleeps until its start outside any transaction; the database's reservation then
-    replaces the local spacing."""
+    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall."""
 
     def __init__(
         self,
@@ -284,7 +245,6 @@ class HostGate:
         per_host: int,
         delay: timedelta = timedelta(0),
         not_before: dict[str, float] | None = None,
-        shared: SharedHosts | None = None,
     ):
         self._total = asyncio.Semaphore(total)
         self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
@@ -293,7 +253,6 @@ class HostGate:
         self._delay = delay.total_seconds()
         self._next_start: dict[str, float] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._shared = shared
         # monotonic times before which a host must not be asked
         self.not_before: dict[str, float] = dict(not_before or {})
 
@@ -304,53 +263,15 @@ class HostGate:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
 
     @asynccontextmanager
-    async def slot(
-        self, host: str, first: Callable[[], Awaitable[bool]] | None = None
-    ) -> AsyncIterator[bool]:
-        """The right to start one request to ``host`` now, until the block ends.
-        ``first``: run once the local slot is ours, before the shared turn is taken; when
-        it says False (a feed another process is polling) the block gets False and no
-        turn is spent."""
+    async def slot(self, host: str) -> AsyncIterator[None]:
         async with self._total, self._per_host[host]:
-            if first is not None and not await first():
-                yield False
-                return
-            if self._shared is None:
-                if self._delay:
-                    async with self._locks[host]:
-                        wait = self._next_start.get(host, 0.0) - time.monotonic()
-                        if wait > 0:
-                            await asyncio.sleep(wait)
-                        self._next_start[host] = time.monotonic() + self._delay
-                yield True
-                return
-            number = await self._start_on_time(self._shared, host)
-            try:
-                yield True
-            finally:
-                await self._shared.give_back(host, number)
-
-    async def _start_on_time(self, shared: SharedHosts, host: str) -> int:
-        """A shared turn, slept until its start. A process that wakes up late (a busy
-        machine, its event loop held up) would send closer than ``delay`` to the next
-        poller's start, reserved meanwhile: it gives the turn back and takes a new one."""
-        for attempt in range(LATE_RETRIES + 1):
-            number, wait = await self._turn(shared, host)
-            due = time.monotonic() + max(wait, 0.0)
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if not self._delay or time.monotonic() - due <= LATE_S or attempt == LATE_RETRIES:
-                return number
-            await shared.give_back(host, number)
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    async def _turn(shared: SharedHosts, host: str) -> tuple[int, float]:
-        pause, longest = SHARED_RETRY_S
-        while (turn := await shared.take(host)) is None:
-            await asyncio.sleep(pause * (0.5 + random.random()))
-            pause = min(pause * 2, longest)
-        return turn
+            if self._delay:
+                async with self._locks[host]:
+                    wait = self._next_start.get(host, 0.0) - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._next_start[host] = time.monotonic() + self._delay
+            yield
 
 
 # ---------------------------------------------------------------- hints
