@@ -179,7 +179,6 @@ class Extractor:
         self._workers = workers
         self._timeout = timeout
         self._pool: ProcessPoolExecutor | None = None
-        self._submitted = False  # the forkserver has been started (by a first submit)
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -199,16 +198,7 @@ class Extractor:
 
     async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
         pool = self._ensure_pool()
-        if self._submitted:
-            future = pool.submit(extract_html, html, url, self._timeout, content_type)
-        else:
-            # The first submit starts the forkserver, which imports trafilatura before it
-            # answers: seconds on a Pi, during which the event loop would stand still
-            # (every request in flight or due to start, the per-host spacing with them).
-            future = await asyncio.to_thread(
-                pool.submit, extract_html, html, url, self._timeout, content_type
-            )
-            self._submitted = True
+        future = pool.submit(extract_html, html, url, self._timeout, content_type)
         try:
             # The worker stops itself at the timeout; the margin covers a worker that
             # cannot (stuck inside C code), which is then killed with its pool.
