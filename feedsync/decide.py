@@ -180,32 +180,6 @@ def host_wait(backoff_count: int, retry_after: timedelta | None, cap: timedelta)
 
 
 @dataclass(frozen=True)
-class HostTurn:
-    """A request to a host, granted across every process on the database: ``slot`` of the
-    host's ``per_host`` concurrency slots, to start at ``start`` (seconds since the epoch,
-    the database's clock); the next request to the host may start at ``next_start``."""
-
-    slot: int
-    start: float
-    next_start: float
-
-
-def host_turn(
-    now: float, next_start: float, delay: float, taken: Iterable[int], slots: int
-) -> HostTurn | None:
-    """A host's next request, from what the database says (its clock ``now``, the host's
-    ``next_start``, the slots whose lease is running): the lowest free slot of ``slots``,
-    a start no earlier than ``next_start`` and spaced ``delay`` from the next one. None
-    when every slot is taken (``per_host`` requests in flight already)."""
-    busy = set(taken)
-    slot = next((n for n in range(slots) if n not in busy), None)
-    if slot is None:
-        return None
-    start = max(now, next_start)
-    return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
-
-
-@dataclass(frozen=True)
 class RedirectState:
     move_to: str | None  # change the feed's URL to this now
     pending: str | None  # a 301 target seen, not yet trusted
