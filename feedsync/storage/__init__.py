@@ -4,7 +4,8 @@ The stages (poll, stage, extract, the commands) call the methods of :class:`Stor
 with typed records and never see SQL, a connection or an engine. Every method is one
 short transaction; none does network I/O. The SQLite backend is
 :mod:`feedsync.storage.sqlite` (SQL in ``sql/``), the PostgreSQL backend
-:mod:`feedsync.storage.postgresql` (SQL in ``sql/postgresql/``, same query names); both
+:mod:`feedsync.storage.postgresql` (the same query names; ``sql/postgresql/`` holds
+those it writes differently, the others come from ``sql/``); both
 share their logic through :mod:`feedsync.storage.base`.
 """
 

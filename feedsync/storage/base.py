@@ -5,7 +5,8 @@ run, in which transaction, how rows become records). An engine subclass
 (:mod:`feedsync.storage.sqlite`, :mod:`feedsync.storage.postgresql`) supplies how a
 transaction is opened and retried, how one named query runs, and what only it can do
 (snapshots, full-text search, streaming). The queries have the same names, tables and
-columns in ``sql/`` (SQLite) and ``sql/postgresql/``, so the same method works on both.
+columns on both engines (``sql/``; ``sql/postgresql/`` replaces the ones PostgreSQL
+writes differently), so the same method works on both.
 """
 
 from __future__ import annotations

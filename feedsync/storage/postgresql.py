@@ -1,7 +1,8 @@
 """The PostgreSQL backend: one database on a server, shared by pollers on many machines.
 
 Chosen by ``[storage] url = "postgresql://..."``. The methods are those of
-:class:`feedsync.storage.base.SQLStorage`, over the queries of ``sql/postgresql/`` (the
+:class:`feedsync.storage.base.SQLStorage`, over the queries of ``sql/`` with those of
+``sql/postgresql/`` in place of the ones PostgreSQL writes differently (the
 same names, tables and columns as SQLite's); what differs is here:
 
 - connections come from psycopg's pool; each storage method is one transaction on one

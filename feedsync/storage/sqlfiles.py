@@ -44,10 +44,7 @@ def parse_named(text: str, origin: str) -> dict[str, str]:
     return queries
 
 
-@cache
-def queries(engine_dir: str = "") -> dict[str, str]:
-    """All named queries of an engine (the top of sql/ is SQLite), by name."""
-    folder = sql_dir() / engine_dir if engine_dir else sql_dir()
+def _folder_queries(folder: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted(folder.glob("*.sql")):
         if path.name == "schema.sql":
@@ -56,6 +53,17 @@ def queries(engine_dir: str = "") -> dict[str, str]:
             if name in found:
                 raise ValueError(f"{path}: query {name!r} also defined in another file")
             found[name] = text
+    return found
+
+
+@cache
+def queries(engine_dir: str = "") -> dict[str, str]:
+    """All named queries of an engine, by name. The top of sql/ holds every query in SQL
+    both engines run (and SQLite's own); an engine's folder (sql/postgresql/) holds only
+    the queries it writes differently, which replace those of the same name."""
+    found = _folder_queries(sql_dir())
+    if engine_dir:
+        found |= _folder_queries(sql_dir() / engine_dir)
     return found
 
 

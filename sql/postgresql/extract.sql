@@ -1,6 +1,7 @@
--- Stage 3: the extraction queue (PostgreSQL; the same queries as sql/extract.sql). Rows of news_summary are claimed with a lease in one
--- short transaction, fetched and extracted outside any transaction, and the outcome is
--- written in another.
+-- Stage 3: the extraction queue (PostgreSQL: only the queries written differently from
+-- sql/extract.sql; the others are taken from there). Rows of news_summary are claimed
+-- with a lease in one short transaction, fetched and extracted outside any
+-- transaction, and the outcome is written in another.
 
 -- name: extract_claim
 -- Up to :limit rows after :after_id (a run walks the queue once, in id order): new rows,
@@ -25,12 +26,6 @@ UPDATE news_summary
            FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id, url, title, published, author, attempts;
 
--- name: extract_feeds_of
--- The feeds that carry a claimed row: may its page be on the LAN (one of them is)? Do
--- they allow the identity heuristics (none of them is 'url+title')?
-SELECT f.url, f.identity FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
- WHERE fe.summary_id = :id;
-
 -- name: extract_save
 -- The article, once; its title the latest revision's; feed_title is the title of the
 -- first feed that carried it.
@@ -50,34 +45,3 @@ SELECT s.id, s.url,
   FROM news_summary AS s
  WHERE s.id = :id
 ON CONFLICT DO NOTHING;
-
--- name: extract_done
-UPDATE news_summary
-   SET state = 'done',
-       attempts = attempts + 1,
-       next_attempt_at = NULL,
-       last_error = NULL,
-       lease_owner = NULL,
-       lease_until = NULL
- WHERE id = :id;
-
--- name: extract_release
--- A process that stops before extracting the rows it holds gives them back at once, so a
--- restart need not wait for the leases to expire.
-UPDATE news_summary SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
-
--- name: extract_failed
--- Only while the lease is still ours: a process that lost it records nothing.
-UPDATE news_summary
-   SET state = :state,
-       attempts = :attempts,
-       next_attempt_at = :next_attempt_at,
-       last_error = :error,
-       lease_owner = NULL,
-       lease_until = NULL
- WHERE id = :id AND lease_owner = :owner;
-
--- name: extract_release_one
--- A claimed row left for later without an attempt (its host asked us to wait).
-UPDATE news_summary SET lease_owner = NULL, lease_until = NULL
- WHERE id = :id AND lease_owner = :owner;

@@ -67,10 +67,3 @@ SELECT setval(pg_get_serial_sequence('feeds', 'id'),
               greatest((SELECT max(id) FROM news_summary), 1)),
        setval(pg_get_serial_sequence('news', 'id'),
               greatest((SELECT max(id) FROM news), 1));
-
--- name: migrate_count
-SELECT (SELECT count(*) FROM feeds) AS feeds,
-       (SELECT count(*) FROM news_summary) AS news_summary,
-       (SELECT count(*) FROM feed_entries) AS feed_entries,
-       (SELECT count(*) FROM news) AS news,
-       (SELECT count(*) FROM hosts) AS hosts;

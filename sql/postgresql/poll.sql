@@ -1,4 +1,5 @@
--- (PostgreSQL; the same queries as sql/poll.sql.)
+-- (PostgreSQL: only the queries written differently from sql/poll.sql; the others are
+-- taken from there by name, see feedsync/storage/sqlfiles.py.)
 -- Stage 1: the bookkeeping of a feed poll that stages nothing.
 -- (A poll that parsed entries is written by sql/stage.sql, in the same transaction as
 -- its entries.)
@@ -20,45 +21,6 @@ UPDATE feeds
                      OR next_poll_at <= :due_before)
                 FOR NO KEY UPDATE SKIP LOCKED);
 
--- name: poll_not_modified
--- 304: the validators still hold; a fresh value in the 304 replaces the stored one.
-UPDATE feeds
-   SET etag = coalesce(:etag, etag),
-       last_modified = coalesce(:last_modified, last_modified),
-       last_poll_at = :now,
-       last_success_at = :now,
-       next_poll_at = :next_poll_at,
-       error_count = 0,
-       last_error = NULL,
-       lease_owner = NULL,
-       lease_until = NULL
- WHERE id = :feed_id;
-
--- name: poll_failed
-UPDATE feeds
-   SET last_poll_at = :now,
-       next_poll_at = :next_poll_at,
-       error_count = error_count + 1,
-       last_error = :error,
-       lease_owner = NULL,
-       lease_until = NULL
- WHERE id = :feed_id;
-
--- name: poll_disable
--- 410 Gone: the publisher removed the feed. Disabled with the reason (feedsync feeds shows
--- it), never deleted: its articles stay.
-UPDATE feeds
-   SET enabled = 0,
-       disabled_reason = :reason,
-       last_poll_at = :now,
-       last_error = :reason,
-       lease_owner = NULL,
-       lease_until = NULL
- WHERE id = :feed_id;
-
--- name: poll_redirect_pending
-UPDATE feeds SET redirect_to = :redirect_to, redirect_seen = :seen WHERE id = :feed_id;
-
 -- name: poll_move
 -- A permanent move: the feed takes its new URL, and remembers the one it was added under
 -- (the config file still names that). Not when another feed already has the URL.
@@ -70,11 +32,6 @@ UPDATE feeds
  WHERE id = :feed_id
    AND NOT EXISTS (SELECT 1 FROM feeds AS other WHERE other.url = :url AND other.id <> :feed_id);
 
--- name: hosts_waiting
--- Hosts that asked us to wait and whose time has not come, or whose backoff is running.
-SELECT host, not_before, backoff_count FROM hosts
- WHERE not_before > :now OR backoff_count > 0;
-
 -- name: host_wait
 INSERT INTO hosts (host, not_before, backoff_count, reason)
 VALUES (:host, :not_before, :backoff_count, :reason)
@@ -82,10 +39,3 @@ ON CONFLICT (host) DO UPDATE
    SET not_before = GREATEST(hosts.not_before, excluded.not_before),
        backoff_count = excluded.backoff_count,
        reason = excluded.reason;
-
--- name: poll_release
--- A process that stops gives back the feeds it was polling.
-UPDATE feeds SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
-
--- name: host_clear
-DELETE FROM hosts WHERE host = :host;

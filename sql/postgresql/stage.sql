@@ -1,4 +1,5 @@
--- (PostgreSQL; the same queries as sql/stage.sql.)
+-- (PostgreSQL: only the queries written differently from sql/stage.sql; the others are
+-- taken from there by name, see feedsync/storage/sqlfiles.py.)
 -- Stage 2: staging the candidates of one feed poll. THIS is where entries are
 -- deduplicated: UNIQUE(url, title) + INSERT ... ON CONFLICT DO NOTHING. All of one poll runs in ONE short
 -- write transaction (feedsync/storage/base.py: stage), so latest_published never
@@ -14,13 +15,6 @@ INSERT INTO news_summary
 VALUES (:url, :title, :published, :summary, :author, :guid, :now, :owner, :lease_until)
 ON CONFLICT (url, title) DO NOTHING
 RETURNING id;
-
--- name: stage_lookup
-SELECT id, published FROM news_summary WHERE url = :url AND title = :title;
-
--- name: stage_fill_date
--- The row was staged first from a feed that gave no date; this feed gives one.
-UPDATE news_summary SET published = :published WHERE id = :id AND published IS NULL;
 
 -- name: stage_link
 INSERT INTO feed_entries (feed_id, summary_id, first_seen_at)
