@@ -180,6 +180,53 @@ def host_wait(backoff_count: int, retry_after: timedelta | None, cap: timedelta)
 
 
 @dataclass(frozen=True)
+class HostTurn:
+    """A request to a host, granted across every process on the database: ``slot`` of the
+    host's ``per_host`` concurrency slots, to start at ``start`` (seconds since the epoch,
+    the database's clock); the next request to the host may start at ``next_start``."""
+
+    slot: int
+    start: float
+    next_start: float
+
+
+# A host's slot is leased for [poll] lease but never longer than this (renewed while the
+# request runs): a poller that dies mid-request frees the host within it.
+SLOT_LEASE = timedelta(seconds=15)
+# How far ahead of the database's clock a reserved start or a slot's lease may lie before
+# it is taken for a clock that stepped back, beyond what any poller can have reserved.
+CLOCK_SLACK_S = 60.0
+
+
+def host_turn(
+    now: float,
+    next_start: float,
+    delay: float,
+    taken: Iterable[tuple[int, float]],
+    slots: int,
+) -> HostTurn | None:
+    """A host's next request, from what the database says (its clock ``now``, the host's
+    ``next_start``, its slots as (slot, lease_until)): the lowest free slot of ``slots``,
+    a start no earlier than ``next_start`` and spaced ``delay`` from the next one. None
+    when every slot is taken (``per_host`` requests in flight already).
+
+    A slot whose lease is over is free (its poller died). So is a lease, and so is a
+    ``next_start``, further ahead than anyone can have reserved: what is left of a clock
+    that stepped back (a Pi has no real-time clock; NTP sets it after boot), which must
+    not keep a host waiting for the hours it stepped."""
+    live = {slot: until for slot, until in taken if until > now}
+    ahead = now + delay * (len(live) + 1) + CLOCK_SLACK_S
+    busy = {slot for slot, until in live.items() if until <= ahead + SLOT_LEASE.total_seconds()}
+    slot = next((n for n in range(slots) if n not in busy), None)
+    if slot is None:
+        return None
+    if next_start > ahead:
+        next_start = now
+    start = max(now, next_start)
+    return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
+
+
+@dataclass(frozen=True)
 class RedirectState:
     move_to: str | None  # change the feed's URL to this now
     pending: str | None  # a 301 target seen, not yet trusted

@@ -130,12 +130,33 @@ class Storage(Protocol):
 
     def host_clear(self, host: str) -> None: ...
 
+    def host_turn(
+        self, host: str, owner: str, slots: int, delay: float, lease: float
+    ) -> tuple[int, float] | None:
+        """A request to ``host``, across every process on the database: one of its
+        ``slots`` concurrency slots, leased to ``owner`` for ``lease`` seconds from the
+        start, and a start ``delay`` seconds after the previous one reserved (``delay``
+        0: no spacing, no pace written). Returns (slot, seconds to wait before starting),
+        or None when every slot is held (try again later). One short transaction."""
+        ...
+
+    def host_renew(self, host: str, owner: str, slot: int, lease: float) -> None:
+        """A request still running on a slot of :meth:`host_turn`: its lease runs on for
+        ``lease`` seconds from now (the database's clock). A slot lost meanwhile (its
+        lease ran out and another poller took it) stays lost: nothing is changed."""
+        ...
+
+    def host_done(self, host: str, owner: str, slot: int) -> None:
+        """Give back a slot of :meth:`host_turn` (the request is over)."""
+        ...
+
     def release_job(self, job_id: int, owner: str) -> None:
         """Give back one claimed row without spending an attempt."""
         ...
 
     def release_leases(self, owner: str) -> None:
-        """Give back every feed and queue row ``owner`` holds (a process that stops)."""
+        """Give back every feed, queue row and host slot ``owner`` holds (a process that
+        stops)."""
         ...
 
     def prune(

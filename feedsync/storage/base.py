@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from feedsync import identity
+from feedsync import decide, identity
 from feedsync.decide import RedirectState
 from feedsync.records import (
     Article,
@@ -403,6 +403,46 @@ class SQLStorage:
     def host_clear(self, host: str) -> None:
         self._write(lambda conn: self._exec(conn, "host_clear", host=host))
 
+    def host_turn(
+        self, host: str, owner: str, slots: int, delay: float, lease: float
+    ) -> tuple[int, float] | None:
+        def work(conn: Connection) -> tuple[int, float] | None:
+            row = self._exec(conn, "host_pace_lock", host=host).fetchone()
+            now = float(row["now"])
+            taken = [
+                (int(r["slot"]), float(r["lease_until"]))
+                for r in self._exec(conn, "host_slots_taken", host=host, now=now)
+            ]
+            turn = decide.host_turn(now, float(row["next_start"]), delay, taken, slots)
+            if turn is None:
+                return None
+            if delay > 0:
+                self._exec(conn, "host_pace_set", host=host, next_start=turn.next_start)
+            self._exec(
+                conn,
+                "host_slot_take",
+                host=host,
+                slot=turn.slot,
+                owner=owner,
+                lease_until=turn.start + lease,
+            )
+            # how long to wait, not when: the caller sleeps by its own clock
+            return turn.slot, turn.start - now
+
+        return self._write(work)
+
+    def host_renew(self, host: str, owner: str, slot: int, lease: float) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn, "host_slot_renew", host=host, slot=slot, owner=owner, lease=lease
+            )
+        )
+
+    def host_done(self, host: str, owner: str, slot: int) -> None:
+        self._write(
+            lambda conn: self._exec(conn, "host_slot_release", host=host, slot=slot, owner=owner)
+        )
+
     def release_job(self, job_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
 
@@ -410,6 +450,7 @@ class SQLStorage:
         def work(conn: Connection) -> None:
             self._exec(conn, "extract_release", owner=owner)
             self._exec(conn, "poll_release", owner=owner)
+            self._exec(conn, "host_slots_release_owner", owner=owner)
 
         self._write(work)
 

@@ -1,0 +1,19 @@
+-- Per-host politeness shared by every poller: the queries PostgreSQL writes differently
+-- from sql/pace.sql. All in seconds since the epoch by the server's clock, so pollers on
+-- machines whose clocks differ still agree.
+
+-- name: host_pace_lock
+-- The host's row, created when missing and locked (a no-op update) until the end of the
+-- transaction: pollers asking for the same host take their turns one after the other,
+-- so two never see the same slot free. Also the server's clock.
+INSERT INTO host_pace (host) VALUES (:host)
+ON CONFLICT (host) DO UPDATE SET next_start = host_pace.next_start
+RETURNING next_start, extract(epoch FROM clock_timestamp())::double precision AS now;
+
+-- name: host_pace_set
+UPDATE host_pace SET next_start = :next_start WHERE host = :host;
+
+-- name: host_slot_renew
+UPDATE host_slots
+   SET lease_until = extract(epoch FROM clock_timestamp())::double precision + :lease
+ WHERE host = :host AND slot = :slot AND owner = :owner;
