@@ -179,6 +179,7 @@ class Extractor:
         self._workers = workers
         self._timeout = timeout
         self._pool: ProcessPoolExecutor | None = None
+        self._submitted = False  # the forkserver has been started (by a first submit)
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -198,7 +199,17 @@ class Extractor:
 
     async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
         pool = self._ensure_pool()
-        future = pool.submit(extract_html, html, url, self._timeout, content_type)
+        if self._submitted:
+            future = pool.submit(extract_html, html, url, self._timeout, content_type)
+        else:
+            # The first submit starts the forkserver (a fresh interpreter) and waits for
+            # it: a noticeable stall on a Pi or a busy machine, during which the event
+            # loop would stand still (every request due to start, and with them the
+            # per-host spacing shared with other pollers).
+            future = await asyncio.to_thread(
+                pool.submit, extract_html, html, url, self._timeout, content_type
+            )
+            self._submitted = True
         try:
             # The worker stops itself at the timeout; the margin covers a worker that
             # cannot (stuck inside C code), which is then killed with its pool.
