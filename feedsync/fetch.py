@@ -20,7 +20,8 @@ article may be too when one of its feeds is, or with ``[fetch] allow_private``.
 
 Failures come back as :class:`FetchError` with a one-line reason fit for
 ``feeds.last_error``. :class:`HostGate` bounds concurrent requests per host and spaces
-them by ``[fetch] host_delay``, for feed polls and article fetches alike.
+them by ``[fetch] host_delay``, for feed polls and article fetches alike, in this process
+and (through the database, :class:`SharedHosts`) across every poller.
 """
 
 from __future__ import annotations
@@ -28,20 +29,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import random
 import re
 import socket
 import ssl
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
+import anyio.to_thread
 import httpcore
 import httpx
 
@@ -224,6 +228,15 @@ def make_client(
     )
 
 
+async def warm_up() -> None:
+    """What the first request of a process would otherwise do between its turn and its
+    send: anyio loads its event-loop backend and starts its worker thread (name
+    resolution) on first use, tens of milliseconds on a busy machine. Done before any
+    turn is taken, so that a request leaves when its turn says."""
+    await anyio.lowlevel.checkpoint()
+    await anyio.to_thread.run_sync(lambda: None)
+
+
 async def host_is_private(host: str) -> bool:
     """Whether ``host`` (a feed's) is on the LAN: any of its addresses private."""
     try:
@@ -235,9 +248,41 @@ async def host_is_private(host: str) -> bool:
 # ---------------------------------------------------------------- politeness
 
 
+class SharedHosts(Protocol):
+    """The hosts' politeness shared with every process on the database (the pipeline's
+    storage calls, run off the event loop): ``take`` a host's turn, a concurrency slot and
+    the seconds to wait before starting (None: every slot is in use), ``give_back`` the
+    slot once the request is over. A slot is leased for a short while, so that a poller
+    that dies frees its slots soon; ``renew`` it every ``renew_every`` seconds while
+    the request runs."""
+
+    renew_every: float
+
+    async def take(self, host: str) -> tuple[int, float] | None: ...
+
+    async def renew(self, host: str, slot: int) -> None: ...
+
+    async def give_back(self, host: str, slot: int) -> None: ...
+
+
+# Asking again for a turn while another process holds every slot of a host: from this
+# wait, doubling, up to the last (each ask is one short write transaction).
+SHARED_RETRY_S = (0.05, 0.5)
+# Waking up this much after a shared turn's start is late (see HostGate._start_on_time),
+# and how many times a late turn is taken again before going ahead anyway.
+LATE_S = 0.02
+LATE_RETRIES = 3
+
+
 class HostGate:
     """Per host: at most ``per_host`` requests at once, ``delay`` between two starts, and
-    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall."""
+    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall.
+
+    In this process the semaphores are the fast local layer. With ``shared``, the cap and
+    the delay also hold across processes: each request takes the host's turn from the
+    database (a slot of ``per_host``, a start spaced ``delay`` from every other poller's)
+    and sleeps until its start outside any transaction; the database's reservation then
+    replaces the local spacing."""
 
     def __init__(
         self,
@@ -245,6 +290,7 @@ class HostGate:
         per_host: int,
         delay: timedelta = timedelta(0),
         not_before: dict[str, float] | None = None,
+        shared: SharedHosts | None = None,
     ):
         self._total = asyncio.Semaphore(total)
         self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
@@ -253,6 +299,7 @@ class HostGate:
         self._delay = delay.total_seconds()
         self._next_start: dict[str, float] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._shared = shared
         # monotonic times before which a host must not be asked
         self.not_before: dict[str, float] = dict(not_before or {})
 
@@ -263,15 +310,65 @@ class HostGate:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
 
     @asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
+    async def slot(
+        self, host: str, first: Callable[[], Awaitable[bool]] | None = None
+    ) -> AsyncIterator[bool]:
+        """The right to start one request to ``host`` now, until the block ends.
+        ``first``: run once the local slot is ours, before the shared turn is taken; when
+        it says False (a feed another process is polling) the block gets False and no
+        turn is spent."""
         async with self._total, self._per_host[host]:
-            if self._delay:
-                async with self._locks[host]:
-                    wait = self._next_start.get(host, 0.0) - time.monotonic()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    self._next_start[host] = time.monotonic() + self._delay
-            yield
+            if first is not None and not await first():
+                yield False
+                return
+            if self._shared is None:
+                if self._delay:
+                    async with self._locks[host]:
+                        wait = self._next_start.get(host, 0.0) - time.monotonic()
+                        if wait > 0:
+                            await asyncio.sleep(wait)
+                        self._next_start[host] = time.monotonic() + self._delay
+                yield True
+                return
+            shared = self._shared
+            number = await self._start_on_time(shared, host)
+            keeper = asyncio.create_task(self._keep(shared, host, number))
+            try:
+                yield True
+            finally:
+                keeper.cancel()
+                await asyncio.wait([keeper])
+                await shared.give_back(host, number)
+
+    @staticmethod
+    async def _keep(shared: SharedHosts, host: str, number: int) -> None:
+        """The slot's lease kept running while the request does (most end long before
+        the first renewal; a slow one renews every ``renew_every``)."""
+        while True:
+            await asyncio.sleep(shared.renew_every)
+            await shared.renew(host, number)
+
+    async def _start_on_time(self, shared: SharedHosts, host: str) -> int:
+        """A shared turn, slept until its start. A process that wakes up late (a busy
+        machine, its event loop held up) would send closer than ``delay`` to the next
+        poller's start, reserved meanwhile: it gives the turn back and takes a new one."""
+        for attempt in range(LATE_RETRIES + 1):
+            number, wait = await self._turn(shared, host)
+            due = time.monotonic() + max(wait, 0.0)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if not self._delay or time.monotonic() - due <= LATE_S or attempt == LATE_RETRIES:
+                return number
+            await shared.give_back(host, number)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    async def _turn(shared: SharedHosts, host: str) -> tuple[int, float]:
+        pause, longest = SHARED_RETRY_S
+        while (turn := await shared.take(host)) is None:
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, longest)
+        return turn
 
 
 # ---------------------------------------------------------------- hints

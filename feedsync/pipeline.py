@@ -200,7 +200,9 @@ class Pass:
             feeds = [feed for feed in feeds if feed.id in self.only]
         self.stats.feeds = len(feeds)
         fetching = self.config.fetch
-        self._gate = fetch.HostGate(poll.concurrency, poll.per_host, fetching.host_delay)
+        self._gate = fetch.HostGate(
+            poll.concurrency, poll.per_host, fetching.host_delay, shared=_SharedHosts(self)
+        )
         for host, (not_before, count) in (
             await self._on_lane(self.storage.hosts_waiting, started_at)
         ).items():
@@ -209,6 +211,7 @@ class Pass:
             if wait > 0:
                 self._gate.block(host, wait)
         timeout = poll.timeout.total_seconds()
+        await fetch.warm_up()
 
         def client(allow_private: bool) -> httpx.AsyncClient:
             return fetch.make_client(
@@ -269,8 +272,12 @@ class Pass:
             return
         async with in_memory:
             try:
-                async with self._gate.slot(host):
-                    if not await self._on_lane(self._claim_feed, feed):
+                # the claim before the host's turn: a feed another process is polling
+                # spends no slot and no start of the host's
+                async with self._gate.slot(
+                    host, first=lambda: self._on_lane(self._claim_feed, feed)
+                ) as claimed:
+                    if not claimed:
                         self.stats.busy += 1  # another process is polling it right now
                         self.progress.feed_done(0)
                         return
@@ -539,6 +546,40 @@ class Pass:
                 f"retried after {outcome.next_attempt_at})",
                 job.url,
             )
+
+
+class _SharedHosts:
+    """fetch.SharedHosts through the pass's storage, on its lane: the host's turn in the
+    database. Its slot is leased for ``[poll] lease`` but at most decide.SLOT_LEASE, renewed
+    while the request runs: a poller that dies holds a host's slot no longer than that
+    (a request may last ``[poll] timeout``, far too long to block the host for)."""
+
+    def __init__(self, run: Pass):
+        self._run = run
+        poll = run.config.poll
+        self._slots = poll.per_host
+        self._delay = run.config.fetch.host_delay.total_seconds()
+        self._lease = min(poll.lease, decide.SLOT_LEASE).total_seconds()
+        self.renew_every = self._lease / 3
+
+    async def take(self, host: str) -> tuple[int, float] | None:
+        run = self._run
+        return await run._on_lane(
+            run.storage.host_turn, host, run.owner, self._slots, self._delay, self._lease
+        )
+
+    async def renew(self, host: str, slot: int) -> None:
+        run = self._run
+        try:
+            await run._on_lane(run.storage.host_renew, host, run.owner, slot, self._lease)
+        except StorageError as exc:
+            # Politeness, not data: should the lease lapse meanwhile, another poller may
+            # send to this host one request early. The pass goes on.
+            run.progress.problem(f"host {host}: its slot's lease was not renewed: {exc}")
+
+    async def give_back(self, host: str, slot: int) -> None:
+        run = self._run
+        await run._on_lane(run.storage.host_done, host, run.owner, slot)
 
 
 def run_pass(
