@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             return
         except (BenchError, OSError, ValueError, KeyError, AssertionError) as exc:
             detail = str(exc) if isinstance(exc, BenchError) else traceback.format_exc()
-            bench.log(f"scenario {numbers} FAILED: {detail.splitlines()[0] if detail else exc}")
+            bench.log(f"scenario {numbers} FAILED: {detail or exc!r}", always=True)
             for number in numbers:
                 failures[number] = detail or repr(exc)
             return

@@ -189,8 +189,9 @@ class Bench:
             shutil.rmtree(self.ram, ignore_errors=True)
             shutil.rmtree(self.disk, ignore_errors=True)
 
-    def log(self, message: str) -> None:
-        if self.verbose:
+    def log(self, message: str, *, always: bool = False) -> None:
+        """Progress on stderr, unless quiet; ``always``: a failure, said even then."""
+        if self.verbose or always:
             elapsed = time.monotonic() - self._started
             print(f"[{elapsed:6.0f}s] {message}", file=sys.stderr, flush=True)
 
