@@ -437,11 +437,22 @@ class Pass:
         """Claim and extract queue rows until none is left for this pass.
 
         At most ``concurrency`` articles are in work at once, and at most that many more
-        are claimed ahead, so leases stay short.
+        are claimed ahead, so leases stay short. Cancelled (a stop), it cancels the
+        articles in work and waits for them: none may run on after the pass, on clients
+        it has closed.
         """
+        running: set[asyncio.Task[None]] = set()
+        try:
+            await self._drain(due_before, running)
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running)
+
+    async def _drain(self, due_before: str, running: set[asyncio.Task[None]]) -> None:
         width = self.config.poll.concurrency
         pending: deque[ArticleJob] = deque()
-        running: set[asyncio.Task[None]] = set()
         after_id = 0
         exhausted = False
         while True:
@@ -469,7 +480,8 @@ class Pass:
                 running.add(asyncio.create_task(self._extract(job)))
             if not running:
                 return
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            running -= done
             for task in done:
                 task.result()  # a bug in _extract must surface, not vanish
 

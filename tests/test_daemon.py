@@ -199,3 +199,24 @@ def test_a_broken_config_on_reload_is_reported_and_the_old_one_kept(
     )
     wait_until(lambda: titles(fs_card) == {"First", "Second"}, "polling to go on")
     assert daemon.stop() == 0
+
+
+def test_a_stop_while_article_pages_are_in_flight_is_clean(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """SIGTERM with one slow page in flight and more waiting for the host's only slot:
+    the daemon stops at once and cleanly (exit 0, nothing raised in a task left behind,
+    no request sent on a closed connection pool), and the pages it did not get to are
+    fetched by the next run, each once."""
+    items = [Item(f"Story {n}", site.page(f"story-{n}", delay=1.0)) for n in range(4)]
+    feed = site.feed("slow.xml", items)
+    fs_card.configure([feed], poll={"concurrency": 4, "per_host": 1})
+    daemon = start_daemon()
+    wait_until(lambda: sum(site.article_hits().values()) >= 1, "a page request to start")
+    assert daemon.stop() == 0
+    output = daemon.output()
+    assert "Traceback" not in output and "never retrieved" not in output, output
+    fs_card.run("run")
+    assert titles(fs_card) == {f"Story {n}" for n in range(4)}
+    # the page in flight at the stop may be asked for again; no other one
+    assert sorted(site.article_hits().values()) in ([1, 1, 1, 1], [1, 1, 1, 2])

@@ -8,12 +8,15 @@ the run printed and how it exited.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import subprocess
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import sitegen
-from conftest import BACKENDS, FeedsyncEnv, Site, cli_env
+from conftest import BACKENDS, FeedsyncEnv, Site, cli_env, wait_until
 from sitegen import Item
 
 # Every test on both engines: the pipeline does not know which one it talks to.
@@ -309,3 +312,47 @@ def test_non_html_article_pages_are_given_up_at_once(fs: FeedsyncEnv, site: Site
     ]
     fs.run("run")
     assert site.hits("/articles/report.pdf") == 1
+
+
+def test_a_stopped_pass_leaves_no_request_behind(fs: FeedsyncEnv, site: Site) -> None:
+    """A stop (the daemon's SIGTERM) with one slow page in flight and more waiting for
+    the host's only slot: when the pass returns, none of its article tasks is left to
+    run on (it would send on a closed connection pool, or take a host's turn for a pass
+    that is over). In this process, to see the tasks themselves."""
+    from feedsync import config as config_module
+    from feedsync.pipeline import Pass
+    from feedsync.progress import PlainProgress
+    from feedsync.storage import open_storage
+
+    items = [Item(f"Story {n}", site.page(f"story-{n}", delay=1.0), hours(n)) for n in range(4)]
+    fs.configure([site.feed("slow.xml", items)], poll={"concurrency": 4, "per_host": 1})
+    config = config_module.load(str(fs.config_path))
+    storage = open_storage(config.storage)
+    storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
+    stop = threading.Event()
+    err = io.StringIO()
+    run = Pass(config, storage, PlainProgress(out=io.StringIO(), err=err), stop=stop)
+
+    def stop_at_the_first_page() -> None:
+        wait_until(lambda: sum(site.article_hits().values()) >= 1, "a page request")
+        stop.set()
+
+    async def the_pass() -> list[asyncio.Task[object]]:
+        await run._run_until_stopped()
+        return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+    stopper = threading.Thread(target=stop_at_the_first_page)
+    stopper.start()
+    try:
+        left = asyncio.run(the_pass())
+    finally:
+        stopper.join()
+        run._lane.shutdown(wait=True)
+        storage.release_leases(run.owner)
+        storage.close()
+    assert left == [], left
+    assert "closed" not in err.getvalue(), err.getvalue()
+    # the next run fetches what this one did not get to
+    fs.run("run")
+    assert news_titles(fs) == sorted(f"Story {n}" for n in range(4))
+    assert sorted(site.article_hits().values()) in ([1, 1, 1, 1], [1, 1, 1, 2])
