@@ -392,10 +392,6 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
             "is the persistent copy of the live database)",
         )
     poll = PollConfig(**sections["poll"])
-    if poll.per_host > poll.concurrency:
-        raise fail(
-            "poll.per_host", f"is {poll.per_host}, more than poll.concurrency ({poll.concurrency})"
-        )
     if poll.min_interval > poll.max_interval:
         raise fail("poll.min_interval", "is longer than poll.max_interval")
     retention = RetentionConfig(**sections["retention"])

@@ -91,7 +91,7 @@ def test_naming_only_the_database_means_no_snapshots() -> None:
         ({"poll": {"timeout": 30}}, "poll.timeout"),
         ({"poll": {"concurrency": 0}}, "poll.concurrency"),
         ({"poll": {"concurrency": "8"}}, "poll.concurrency"),
-        ({"poll": {"concurrency": 2, "per_host": 4}}, "poll.per_host"),
+        ({"poll": {"per_host": 0}}, "poll.per_host"),
         ({"extract": {"max_attempts": True}}, "extract.max_attempts"),
         ({"extract": {"max_page_bytes": "lots"}}, "extract.max_page_bytes"),
         ({"storage": {"db": ""}}, "storage.db"),
@@ -155,3 +155,10 @@ def test_cli_reports_broken_toml_and_a_missing_file(fs: FeedsyncEnv) -> None:
     assert done.returncode == 2
     expected = f"feedsync: config error: config file not found: {missing} (from --config)\n"
     assert done.stderr == expected
+
+
+def test_per_host_may_exceed_one_pollers_concurrency() -> None:
+    """per_host is the cap over every poller on the database: four pollers of
+    concurrency 8 may well share 16 requests to one host."""
+    cfg = config.from_dict({"poll": {"concurrency": 8, "per_host": 16}})
+    assert (cfg.poll.concurrency, cfg.poll.per_host) == (8, 16)
