@@ -363,6 +363,11 @@ def run(bench: Bench) -> Result:
         "requested more than once in the round), per configuration and run: "
         + "; ".join(f"{k}: {v}" for k, v in double.items())
         + (" (none)" if total_double == 0 else ""),
+        f"Every daemon: [poll] concurrency {p.concurrency}, per_host "
+        f"{p.concurrency * max(POLLERS)}. The per-host cap is shared by all the pollers on a "
+        "database and every feed here is on one host: this keeps it from binding (real "
+        "feeds spread over many hosts), while each request still takes its host's turn in "
+        "the database.",
         f"The PostgreSQL {pgserver_version()} cluster runs on this machine, fsync off "
         "(tests/pgserver.py); the daemons and the server share its cores.",
     ]
