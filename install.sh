@@ -146,7 +146,7 @@ $snapshot
 [poll]
 # lookback = "24h"      # entries this much older than a feed's newest are still staged
 # concurrency = 8       # feeds and pages fetched at once
-# per_host = 2          # of which to one host
+# per_host = 2          # at once to one host, over every process on the database
 # interval = "30m"      # first polls; then each feed follows its own publishing rate
 # min_interval = "10m"
 # max_interval = "24h"

@@ -337,7 +337,7 @@ def most_in_flight(log: list[tuple[float, float, str, str]]) -> int:
     return most
 
 
-@pytest.mark.parametrize("setup", sorted(SETUPS), indirect=True)
+@pytest.mark.parametrize("setup", ["cap", "delay"], indirect=True)
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_two_processes_share_the_hosts_delay_and_cap(
     fs: FeedsyncEnv, site: Site, tmp_path: Path, setup: dict[str, float]
