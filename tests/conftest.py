@@ -193,6 +193,18 @@ class FeedsyncEnv:
             )
         return done
 
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """The command in the background, in a session of its own (a test can SIGKILL its
+        whole process group, extraction workers included); pipes for its output."""
+        return subprocess.Popen(
+            self.command(*args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(self.root / "home"),
+            start_new_session=True,
+        )
+
     def run_json(self, *args: str) -> dict[str, Any]:
         done = self.run("run", "--json", *args)
         result: dict[str, Any] = json.loads(done.stdout)

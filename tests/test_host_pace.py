@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS, FeedsyncEnv, Site, cli_env, wait_until
+from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
 from feedsync import decide, fetch
@@ -372,16 +372,7 @@ def test_two_processes_share_the_hosts_delay_and_cap(
     with server._lock:
         server.log.clear()
 
-    runs = [
-        subprocess.Popen(
-            env.command("run", "--json"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(env.root / "home"),
-        )
-        for env in (fs, other)
-    ]
+    runs = [env.start("run", "--json") for env in (fs, other)]
     outputs = [run.communicate(timeout=180) for run in runs]
     for run, (_, err) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, err
@@ -421,21 +412,13 @@ LEASE = {"poll": {"concurrency": 4, "per_host": 1, "lease": "1.5s", "timeout": "
 SLOW = 6.0  # seconds: four leases
 
 
-def start_run(env: FeedsyncEnv) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        env.command("run"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(env.root / "home"),
-        start_new_session=True,
-    )
-
-
-def lease_setup(fs: FeedsyncEnv, site: Site, tmp_path: Path) -> tuple[FeedsyncEnv, str]:
-    """Poller A (``fs``) with one article staged whose page answers after SLOW; poller
-    B on the same database with a config of its own and one fresh feed, on the same host.
-    Returns B and the slow page's path."""
+def a_slow_request_under_way(
+    fs: FeedsyncEnv, site: Site, tmp_path: Path
+) -> tuple[subprocess.Popen[str], FeedsyncEnv, str]:
+    """Poller A (``fs``) with one article staged whose page answers after SLOW, started
+    and waited for until that page's request is under way; poller B on the same database
+    with a config of its own and one fresh feed on the same host, not started. Returns A's
+    process, B, the slow page's path."""
     server = site.server
     assert isinstance(server, TimedServer)
     server.slow["/articles/slow"] = SLOW
@@ -450,7 +433,9 @@ def lease_setup(fs: FeedsyncEnv, site: Site, tmp_path: Path) -> tuple[FeedsyncEn
     with server._lock:
         server.log.clear()
         server.started.clear()
-    return other, "/articles/slow"
+    a = fs.start("run")
+    wait_until(lambda: started(server, "poller-A", "/articles/slow"), "A's slow request", 60)
+    return a, other, "/articles/slow"
 
 
 def started(server: TimedServer, agent: str, path: str) -> bool:
@@ -465,10 +450,8 @@ def test_a_slow_request_keeps_the_hosts_slot_past_its_lease(
 ) -> None:
     server = site.server
     assert isinstance(server, TimedServer)
-    other, slow = lease_setup(fs, site, tmp_path)
-    a = start_run(fs)
-    wait_until(lambda: started(server, "poller-A", slow), "A's slow request to start", 60)
-    b = start_run(other)  # per_host 1: B's requests wait for A's slow one to end
+    a, other, slow = a_slow_request_under_way(fs, site, tmp_path)
+    b = other.start("run")  # per_host 1: B's requests wait for A's slow one to end
     for run in (a, b):
         _, err = run.communicate(timeout=180)
         assert run.returncode == 0, err
@@ -492,15 +475,13 @@ def test_a_poller_killed_mid_request_frees_the_host_within_its_lease(
 ) -> None:
     server = site.server
     assert isinstance(server, TimedServer)
-    other, slow = lease_setup(fs, site, tmp_path)
-    a = start_run(fs)
-    wait_until(lambda: started(server, "poller-A", slow), "A's slow request to start", 60)
+    a, other, _ = a_slow_request_under_way(fs, site, tmp_path)
     os.killpg(a.pid, signal.SIGKILL)
     a.wait()
     assert len(fs.query("SELECT slot FROM host_slots")) == 1  # the dead poller's
     # B gets the host once A's lease (1.5 s) is over, long before A's request timeout
     # (120 s) or even its slow answer; a deadline, not a measurement: B has little to do
-    b = start_run(other)
+    b = other.start("run")
     _, err = b.communicate(timeout=60)
     assert b.returncode == 0, err
     assert started(server, "poller-B", "/articles/fast")

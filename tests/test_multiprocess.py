@@ -16,7 +16,6 @@ import os
 import random
 import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from pathlib import Path
 import hostile
 import pytest
 import sitegen
-from conftest import BACKENDS, FeedsyncEnv, RunningDaemon, Site, cli_env, wait_until
+from conftest import BACKENDS, FeedsyncEnv, RunningDaemon, Site, wait_until
 from sitegen import Item
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -90,17 +89,6 @@ def publishing(news: NewsSite, every: float = 0.4) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(10)
-
-
-def start_run(env: FeedsyncEnv) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        env.command("run"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(env.root / "home"),
-        start_new_session=True,
-    )
 
 
 def news_rows(env: FeedsyncEnv) -> list[tuple[str, str]]:
@@ -177,7 +165,7 @@ def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
         for _ in range(3):  # waves of four manual runs beside the daemon
             wave = []
             for _ in range(4):
-                wave.append(start_run(fs_card))
+                wave.append(fs_card.start("run"))
                 time.sleep(0.1)
             for process in wave:
                 out, err = process.communicate(timeout=180)
@@ -237,7 +225,7 @@ def test_processes_killed_at_random_instants_cost_a_bounded_number_of_refetches(
     failures: list[str] = []
     with publishing(news):
         for round_ in range(3):
-            wave = [start_run(fs_card) for _ in range(4)]
+            wave = [fs_card.start("run") for _ in range(4)]
             for process in rng.sample(wave, 2):  # two of each wave die mid-run
                 time.sleep(rng.uniform(0.1, 1.2))
                 with contextlib.suppress(ProcessLookupError):  # it may have just finished
