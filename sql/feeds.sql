@@ -54,7 +54,8 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
   LEFT JOIN news_summary AS s
          ON s.id = fe.summary_id AND coalesce(s.published, s.first_seen_at) >= :week_ago
  WHERE f.enabled = 1
-   AND (:due_before IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
+   -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
+   AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
  GROUP BY f.id
  ORDER BY f.id;
 

@@ -23,7 +23,8 @@ SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language, n.
        '' AS body
   FROM news AS n
  WHERE coalesce(n.published, n.fetched_at) >= :since
-   AND (:feed_id IS NULL OR EXISTS (
+   -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
+   AND (CAST(:feed_id AS bigint) IS NULL OR EXISTS (
         SELECT 1 FROM feed_entries AS fe JOIN news_summary AS s ON s.id = fe.summary_id
          WHERE fe.feed_id = :feed_id
            AND (s.id = n.summary_id OR s.revision_of = n.summary_id OR s.duplicate_of = n.id)))
