@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
 from feedsync.storage import StorageError, StorageUnavailable
 from feedsync.storage.base import SQLStorage, like_escape, snippet
-from feedsync.storage.sqlfiles import pyformat, queries, schema_steps
+from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 
 if TYPE_CHECKING:
     import psycopg
@@ -173,22 +173,16 @@ class PostgreSQLStorage(SQLStorage):
 
         admin = {name: pyformat(text) for name, text in queries(ENGINE_DIR).items()}
         steps = schema_steps(ENGINE_DIR)
-        newest = steps[-1][0]
         try:
             with conn.transaction():
                 conn.execute(admin["schema_lock"])
                 conn.execute(admin["schema_version_table"])
                 version = conn.execute(admin["schema_version"]).fetchone()["version"]  # type: ignore[index]
-                if version > newest:
-                    raise StorageError(
-                        f"{where} has schema version {version}, newer than this feedsync "
-                        f"knows ({newest}): upgrade feedsync"
-                    )
-                for target, script in steps:
-                    if target > version:
-                        conn.execute(script.read_text(encoding="utf-8").encode())
-                if version < newest:
-                    conn.execute(admin["schema_version_set"], {"version": newest})
+                todo = steps_to_apply(steps, version, where)
+                for _, script in todo:
+                    conn.execute(script.read_text(encoding="utf-8").encode())
+                if todo:
+                    conn.execute(admin["schema_version_set"], {"version": steps[-1][0]})
         except psycopg.errors.InsufficientPrivilege as exc:
             raise StorageError(
                 f"{where}: cannot create feedsync's tables: {_first_line(exc)} (the user in "

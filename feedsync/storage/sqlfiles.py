@@ -13,6 +13,8 @@ import sqlite3
 from functools import cache
 from pathlib import Path
 
+from feedsync.storage import StorageError
+
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -109,3 +111,18 @@ def schema_steps(engine_dir: str = "") -> list[tuple[int, Path]]:
     if versions != list(range(1, len(steps) + 1)):
         raise ValueError(f"schema versions in {folder} are not 1, 2, 3...: {versions}")
     return steps
+
+
+def steps_to_apply(
+    steps: list[tuple[int, Path]], version: int, where: str
+) -> list[tuple[int, Path]]:
+    """The steps of :func:`schema_steps` that a database at schema ``version`` (``where``,
+    for the error) still needs. A database newer than this feedsync is refused: its tables
+    may mean what this code does not know."""
+    newest = steps[-1][0]
+    if version > newest:
+        raise StorageError(
+            f"{where} has schema version {version}, newer than this feedsync "
+            f"knows ({newest}): upgrade feedsync"
+        )
+    return [(target, script) for target, script in steps if target > version]

@@ -30,7 +30,12 @@ from feedsync.records import (
 from feedsync.storage import StorageError
 from feedsync.storage import snapshot as snapshots
 from feedsync.storage.base import SQLStorage, like_escape, snippet
-from feedsync.storage.sqlfiles import queries, schema_steps, split_statements
+from feedsync.storage.sqlfiles import (
+    queries,
+    schema_steps,
+    split_statements,
+    steps_to_apply,
+)
 
 T = TypeVar("T")
 
@@ -136,17 +141,10 @@ class SQLiteStorage(SQLStorage):
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            newest = steps[-1][0]
-            if version > newest:
-                raise StorageError(
-                    f"{self.path} has schema version {version}, newer than this feedsync "
-                    f"knows ({newest}): upgrade feedsync"
-                )
-            for target, script in steps:
-                if target > version:
-                    for statement in split_statements(script.read_text(encoding="utf-8")):
-                        self._conn.execute(statement)
-                    self._conn.execute(f"PRAGMA user_version = {target:d}")
+            for target, script in steps_to_apply(steps, version, str(self.path)):
+                for statement in split_statements(script.read_text(encoding="utf-8")):
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {target:d}")
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
