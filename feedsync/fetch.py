@@ -332,21 +332,30 @@ class HostGate:
                 return
             shared = self._shared
             number = await self._start_on_time(shared, host)
-            keeper = asyncio.create_task(self._keep(shared, host, number))
+            # Most requests end long before the first renewal is due: a timer costs them
+            # less than a task each; only a slow request gets the renewing task.
+            keeper: list[asyncio.Task[None]] = []
+            timer = asyncio.get_running_loop().call_later(
+                shared.renew_every,
+                lambda: keeper.append(asyncio.create_task(self._keep(shared, host, number))),
+            )
             try:
                 yield True
             finally:
-                keeper.cancel()
-                await asyncio.wait([keeper])
+                timer.cancel()
+                for task in keeper:
+                    task.cancel()
+                if keeper:
+                    await asyncio.wait(keeper)
                 await shared.give_back(host, number)
 
     @staticmethod
     async def _keep(shared: SharedHosts, host: str, number: int) -> None:
-        """The slot's lease kept running while the request does (most end long before
-        the first renewal; a slow one renews every ``renew_every``)."""
+        """The slot's lease kept running while a slow request does: renewed now (the
+        timer that started this said it is due), then every ``renew_every``."""
         while True:
-            await asyncio.sleep(shared.renew_every)
             await shared.renew(host, number)
+            await asyncio.sleep(shared.renew_every)
 
     async def _start_on_time(self, shared: SharedHosts, host: str) -> int:
         """A shared turn, slept until its start. A process that wakes up late (a busy
