@@ -124,9 +124,9 @@ class Cluster:
         self.server.stop()
 
 
-def _count_polled(backend: str, target: str) -> int:
-    """Feeds whose poll is recorded (last_poll_at set)."""
-    sql = "SELECT count(*) FROM feeds WHERE last_poll_at IS NOT NULL"
+def _count(backend: str, target: str, sql: str) -> int:
+    """The one number ``sql`` gives, from the run's database; 0 while its SQLite file or
+    schema is not there yet (the daemon is still starting)."""
     if backend == "postgresql":
         import psycopg
 
@@ -143,18 +143,14 @@ def _count_polled(backend: str, target: str) -> int:
     return int(row[0]) if row else 0
 
 
+def _count_polled(backend: str, target: str) -> int:
+    """Feeds whose poll is recorded (last_poll_at set)."""
+    return _count(backend, target, "SELECT count(*) FROM feeds WHERE last_poll_at IS NOT NULL")
+
+
 def _staged(backend: str, target: str) -> int:
     """news_summary rows: the articles staged, one per article however many pollers."""
-    sql = "SELECT count(*) FROM news_summary"
-    if backend == "postgresql":
-        import psycopg
-
-        with psycopg.connect(target) as conn:
-            row = conn.execute(sql).fetchone()
-    else:
-        with contextlib.closing(sqlite3.connect(target)) as conn:
-            row = conn.execute(sql).fetchone()
-    return int(row[0]) if row else 0
+    return _count(backend, target, "SELECT count(*) FROM news_summary")
 
 
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
