@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import sitegen
-from conftest import BACKENDS, FeedsyncEnv, Site, cli_env, wait_until
+from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
 # Every test on both engines: the pipeline does not know which one it talks to.
@@ -272,16 +271,7 @@ def test_two_runs_started_together_fetch_every_article_once(fs: FeedsyncEnv, sit
                 items += [Item(t, u, hours(0.5)) for t, u in extra]
                 site.feed(f"cat{f}.xml", items, fmt=["rss2", "atom", "rdf"][f % 3], delay=0.05)
             articles += extra
-        runs = [
-            subprocess.Popen(
-                fs.command("run"),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=cli_env(fs.root / "home"),
-            )
-            for _ in range(2)
-        ]
+        runs = [fs.start("run") for _ in range(2)]
         outputs = [run.communicate(timeout=180) for run in runs]
         for run, (out, err) in zip(runs, outputs, strict=True):
             assert run.returncode == 0, err

@@ -160,13 +160,7 @@ def test_the_daemon_waits_for_its_database_then_works(
 def test_a_daemon_stopped_while_waiting_exits_cleanly(fs: FeedsyncEnv) -> None:
     fs.url = "postgresql://nobody@127.0.0.1:1/nothing"
     fs.configure([], daemon={"tick": "1s"})
-    process = subprocess.Popen(
-        fs.command("daemon"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(fs.root / "home"),
-    )
+    process = fs.start("daemon")
     assert process.stderr is not None
     first = process.stderr.readline()
     assert "cannot connect to postgresql://nobody@127.0.0.1:1/nothing" in first
