@@ -46,6 +46,12 @@ class Params:
     startup_repeat: int = 10  # scenario 7 is cheap: more runs
     pg_feeds: int = 2_000  # scenario 8: feeds polled by 1, 2, 4 daemons on PostgreSQL
     pg_entries: int = 10  # entries per feed: polling and staging, not parsing
+    year_feeds: int = 100  # scenario 9: a year on a Pi, time-compressed
+    year_per_day: int = 1_000  # new articles a simulated day
+    year_days: int = 120
+    year_early: int = 10  # the week compared: around this day (10,000 articles)...
+    year_late: int = 120  # ...against around this one (about 100,000)
+    year_ram_budget: str = "50MB"  # half of a 1 GB Pi's /run
 
     @classmethod
     def quick_mode(cls) -> Params:
@@ -69,6 +75,11 @@ class Params:
             startup_repeat=2,
             pg_feeds=20,
             pg_entries=5,
+            year_feeds=10,
+            year_per_day=48,
+            year_days=8,
+            year_early=2,
+            year_late=7,
         )
 
 
@@ -182,6 +193,7 @@ class Bench:
         self.disk = Path(tempfile.mkdtemp(prefix="feedsync-bench-", dir="/var/tmp"))
         self.server = LocalServer().start()
         self._started = time.monotonic()
+        self.output: Path | None = None  # where RESULTS.md goes (and the pictures)
 
     def close(self) -> None:
         self.server.stop()
@@ -244,12 +256,19 @@ class Bench:
 
 
 def copy_database(source: Path, target: Path) -> None:
-    """A closed SQLite database (and its -wal, if any) to another place."""
+    """A closed SQLite database (and its -wal, if any) to another place; with it, the
+    working file feedsync keeps beside a database on a disk (``<stem>-live.db``,
+    feedsync.config.StorageConfig.live_path), when there is one."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal"):
-        src = source.with_name(source.name + suffix)
-        if src.exists():
-            shutil.copyfile(src, target.with_name(target.name + suffix))
+    pairs = [(source, target)]
+    live = source.with_name(f"{source.stem}-live{source.suffix}")
+    if live.exists():
+        pairs.append((live, target.with_name(f"{target.stem}-live{target.suffix}")))
+    for src_db, dst_db in pairs:
+        for suffix in ("", "-wal"):
+            src = src_db.with_name(src_db.name + suffix)
+            if src.exists():
+                shutil.copyfile(src, dst_db.with_name(dst_db.name + suffix))
 
 
 def mb(kb: float) -> float:

@@ -156,14 +156,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", metavar="FILE", type=Path, help="write here (default: stdout)"
     )
     snapshot = commands.add_parser(
-        "snapshot", help="write the live database to its persistent snapshot now"
+        "snapshot", help="save to the card database now what changed in the live one"
     )
     snapshot.add_argument(
         "--force",
         action="store_true",
-        help="write even when unchanged, or over another database's snapshot",
+        help="save even when unchanged; set aside a card database of another database "
+        "(or start one anew when it is missing)",
     )
-    restore = commands.add_parser("restore", help="put the snapshot back as the live database")
+    restore = commands.add_parser(
+        "restore", help="build the live database again from the card database"
+    )
     restore.add_argument(
         "--force",
         action="store_true",
@@ -181,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="source",
         metavar="FILE",
         type=Path,
-        help="an SQLite database or snapshot (default: the live database, else its snapshot)",
+        help="an SQLite card database, or a copy of one (default: the card database, "
+        "after saving the live database to it)",
     )
 
     demo = commands.add_parser(
@@ -259,13 +263,15 @@ def _notice(message: str) -> None:
     print(f"feedsync: {message}", file=sys.stderr, flush=True)
 
 
-def _open(config: Config) -> Storage:
+def _open(config: Config, *, new_card: bool = False) -> Storage:
     """Open the database and bring the config file's feeds into it."""
     from feedsync import storage as storage_module
     from feedsync import timestamps
 
     feeds = config_module.feed_identities(config)
-    storage = storage_module.open_storage(config.storage, notice=_notice)
+    storage = storage_module.open_storage(
+        config.storage, notice=_notice, keep=storage_module.Keep.of(config), new_card=new_card
+    )
     try:
         storage.sync_config_feeds(feeds, timestamps.to_iso(timestamps.now()))
     except BaseException:
@@ -560,33 +566,36 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
             "snapshot   none: a PostgreSQL database is backed up with pg_dump",
         ]
     else:
-        lines.append(
-            f"live       {t.cut_middle(where.live, room - 24)} ({t.size(where.live_bytes)})"
-        )
-        lines += _snapshot_lines(where, room)
+        lines += _storage_lines(where, room)
     for line in lines:
         print(line)
     return EXIT_OK
 
 
-def _snapshot_lines(where: StorageStatus, room: int) -> list[str]:
-    """The SQLite snapshot's part of ``feedsync status``."""
+def _storage_lines(where: StorageStatus, room: int) -> list[str]:
+    """The SQLite part of ``feedsync status``: the live database against its RAM budget,
+    the card database, what is not saved yet, and whatever is nearly full."""
     from feedsync import terminal as t
 
-    if where.snapshot is None:
-        return ["snapshot   none configured (the live database is the only copy)"]
+    assert where.snapshot is not None
     taken = t.short_time(where.snapshot_at, "none yet")
     unsaved = where.unsaved_changes or 0
-    return [
-        f"snapshot   {t.cut_middle(where.snapshot, room - 42)} "
-        f"({t.size(where.snapshot_bytes)}, taken {taken})",
-        "unsaved    "
-        + (
-            f"{unsaved} changes since the last snapshot"
-            if unsaved
-            else "nothing: the snapshot is current"
-        ),
+    ram = (
+        f" ({t.size(where.live_bytes)} of {t.size(where.ram_budget or 0)}, "
+        f"{t.size(where.ram_disk_free or 0)} free)"
+    )
+    card = f" ({t.size(where.snapshot_bytes)}, {t.size(where.card_disk_free or 0)} free)"
+    lines = [
+        f"live       {t.cut_middle(where.live, room - 11 - len(ram))}{ram}",
+        f"card       {t.cut_middle(where.snapshot, room - 11 - len(card))}{card}",
+        f"saved      {taken}, "
+        + (f"{unsaved} changes since" if unsaved else "nothing since: the card is current"),
     ]
+    for problem in where.nearly_full:
+        lines.append(t.paint("NEARLY FULL", "red") + f" {problem}")
+    if where.not_taking:
+        lines.append(t.paint("NOT TAKING", "red") + f" new entries: {where.not_taking}")
+    return lines
 
 
 def _article_ref(storage: Storage, ref: str) -> NewsItem:
@@ -850,9 +859,7 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
 
     if config.storage.url is not None:
         raise UsageError(SNAPSHOTS_DO_NOT_APPLY)
-    if config.storage.snapshot is None:
-        raise UsageError("no snapshot is configured: set [storage] snapshot in the config")
-    storage = _open(config)
+    storage = _open(config, new_card=args.force)
     try:
         result = storage.snapshot(force=args.force)
     finally:
@@ -868,7 +875,7 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
-    """Copy the SQLite database (live, or a snapshot) into PostgreSQL; the user then sets
+    """Copy the SQLite card database (everything) into PostgreSQL; the user then sets
     [storage] url. Progress bars on a terminal; the row counts of both sides at the end."""
     import contextlib
 
@@ -882,10 +889,15 @@ def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"--to: {exc}") from None
     source = args.source
     if source is None:
-        candidates = [config.storage.db, config.storage.snapshot]
-        source = next((p for p in candidates if p is not None and p.is_file()), None)
-        if source is None or config.storage.url is not None:
+        if config.storage.url is not None:
             raise UsageError("no SQLite database to copy: name one with --from FILE")
+        # everything to the card first: that is the database copied
+        storage = _open(config)
+        try:
+            storage.snapshot()
+        finally:
+            storage.close()
+        source = config.storage.card_path
     with contextlib.ExitStack() as stack:
         progress = (
             stack.enter_context(migrate.TerminalBar())
@@ -911,8 +923,10 @@ def cmd_restore(args: argparse.Namespace, config: Config) -> int:
 
     if config.storage.url is not None:
         raise UsageError(storage_module.SNAPSHOTS_DO_NOT_APPLY)
-    source = storage_module.restore_snapshot(config.storage, args.force, _notice)
-    print(f"restored {config.storage.db} from {source}")
+    source = storage_module.restore_snapshot(
+        config.storage, args.force, _notice, storage_module.Keep.of(config)
+    )
+    print(f"restored {config.storage.live_path} from {source}")
     return EXIT_OK
 
 

@@ -29,10 +29,26 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class StorageConfig:
     db: Path  # the live database (on tmpfs when there is a snapshot)
-    snapshot: Path | None  # its persistent copy (the SD card); None: no snapshots
+    snapshot: Path | None  # the card database, everything (the SD card); None: see below
     snapshot_interval: timedelta = timedelta(hours=1)
     # a PostgreSQL server instead of the file (a libpq URI); db and snapshot then unused
     url: str | None = None
+    ram_budget: int | None = None  # bytes; None: half the live database's file system
+    card_budget: int | None = None  # bytes; None: the card's file system but 5% of it
+
+    @property
+    def live_path(self) -> Path:
+        """The live database: ``db``, or, with no snapshot (a database on a disk), a
+        working file beside ``db``."""
+        if self.snapshot is not None:
+            return self.db
+        return self.db.with_name(f"{self.db.stem}-live{self.db.suffix or '.db'}")
+
+    @property
+    def card_path(self) -> Path:
+        """The database that holds everything: the snapshot (on the SD card), or, with
+        none configured, ``db`` itself."""
+        return self.snapshot if self.snapshot is not None else self.db
 
 
 @dataclass(frozen=True)
@@ -211,6 +227,8 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
         "snapshot": _path,
         "snapshot_interval": _duration,
         "url": database_url,
+        "ram_budget": _size,
+        "card_budget": _size,
     },
     "poll": {
         "lookback": _duration,
@@ -370,7 +388,11 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
     defaults = default_storage()
     given = sections["storage"]
     if "url" in given:
-        clash = [f"storage.{key}" for key in ("db", "snapshot") if key in given]
+        clash = [
+            f"storage.{key}"
+            for key in ("db", "snapshot", "ram_budget", "card_budget")
+            if key in given
+        ]
         if clash:
             raise fail(
                 "storage.url",
@@ -381,9 +403,12 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
     else:
         storage = StorageConfig(
             db=given.get("db", defaults.db),
-            # naming the database but no snapshot means: no snapshots (a database on disk)
+            # naming the database but no snapshot means: a database on a disk, which
+            # holds everything itself (its working file beside it)
             snapshot=given.get("snapshot", None if "db" in given else defaults.snapshot),
             snapshot_interval=given.get("snapshot_interval", defaults.snapshot_interval),
+            ram_budget=given.get("ram_budget"),
+            card_budget=given.get("card_budget"),
         )
     if storage.snapshot is not None and storage.snapshot.absolute() == storage.db.absolute():
         raise fail(

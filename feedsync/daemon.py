@@ -50,8 +50,15 @@ from feedsync import logs, timestamps
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
 from feedsync.pipeline import Pass
-from feedsync.progress import LogProgress
-from feedsync.storage import Storage, StorageError, StorageUnavailable, open_storage
+from feedsync.progress import ROOM_PROBLEMS, LogProgress
+from feedsync.storage import (
+    Keep,
+    Storage,
+    StorageError,
+    StorageFull,
+    StorageUnavailable,
+    open_storage,
+)
 
 log = logs.LOGGER
 RETENTION_EVERY = timedelta(days=1)
@@ -72,6 +79,7 @@ class Daemon:
         self._scheduler: BackgroundScheduler | None = None
         self._rng = random.Random()
         self._started_at = timestamps.to_iso(timestamps.now())
+        self._room: set[str] = set()  # room problems logged once while they last
 
     # ------------------------------------------------------------ lifecycle
 
@@ -118,7 +126,7 @@ class Daemon:
         delay = RECONNECT_FIRST_S
         while True:
             try:
-                return open_storage(self.config.storage, notice=log.info)
+                return open_storage(self.config.storage, notice=log.info, keep=Keep.of(self.config))
             except StorageUnavailable as exc:
                 log.warning("%s; trying again in %.0fs", exc, delay)
                 self.notifier.ready(f"waiting for the database: {exc}")
@@ -187,6 +195,9 @@ class Daemon:
         assert self.storage is not None
         try:
             result = self.storage.snapshot()
+        except StorageFull as exc:
+            log.error("final save: %s; what is not saved stays in RAM until then", exc)
+            return 0
         except StorageError as exc:
             log.error("final snapshot failed: %s", exc)
             return 3
@@ -199,20 +210,31 @@ class Daemon:
 
     def poll_job(self) -> None:
         assert self.storage is not None
-        Pass(
+        stats = Pass(
             self.config,
             self.storage,
-            LogProgress(alive=self.notifier.alive),
+            LogProgress(alive=self.notifier.alive, room=self._room),
             due_only=True,
             stop=self._stop,
             rng=self._rng,
         ).run()
+        if stats.not_taking is None and ROOM_PROBLEMS[0] in self._room:
+            self._room.discard(ROOM_PROBLEMS[0])
+            log.info("taking new entries again: the RAM disk has room")
         self._beat()
         self.notifier.status(self._status_line())
 
     def snapshot_job(self) -> None:
         assert self.storage is not None
-        result = self.storage.snapshot()
+        try:
+            result = self.storage.snapshot()
+        except StorageFull as exc:
+            LogProgress(room=self._room).problem(str(exc))
+            self.notifier.status(self._status_line())
+            return
+        if ROOM_PROBLEMS[1] in self._room:
+            self._room.discard(ROOM_PROBLEMS[1])
+            log.info("saving to the card again: it has room")
         if result is not None and result.written:
             log.info(
                 "snapshot written: %s (%d bytes, %.1fs)", result.path, result.size, result.seconds

@@ -72,7 +72,7 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
             print(f"  database:    {db} ({kept})", file=out)
 
             print("\nFirst pass: every feed is new.", file=out)
-            first = Pass(config, storage, PlainProgress(summary=False)).run()
+            first = Pass(config, storage, PlainProgress(summary=False), snapshot=True).run()
             counts = storage.counts()
             repeats = counts["links"] - counts["entries"]
             print(
@@ -95,7 +95,7 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
 
             print("\nSecond pass: nothing new.", file=out)
             before = _article_requests(server)
-            second = Pass(config, storage, PlainProgress(summary=False)).run()
+            second = Pass(config, storage, PlainProgress(summary=False), snapshot=True).run()
             print(
                 f"  {second.not_modified} of {second.polled} feeds answered 304 Not "
                 f"Modified, {second.parsed} parsed, "

@@ -1,13 +1,14 @@
 """``feedsync migrate --to postgresql://...``: moving up from one Pi's SQLite database.
 
-The SQLite database (the live one, or a snapshot file) is read inside ONE read
-transaction, so what is copied is one consistent state even if a process writes to it
-meanwhile (WAL: the reader never blocks the writer); what changes after that state is
-not carried over (rows are copied once, by key: an update to a copied row is not), so
-feedsync is stopped first (README). Each table goes over in key order, in
-batches of a few thousand rows, each batch one transaction on the server; rows keep their
-ids, so every link and reference stays true. The order follows the references: feeds,
-entries, links, articles, then the entries' duplicate_of (it points into news).
+The SQLite database is the card database (it holds everything; the command saves the
+live database to it first), or a copy of it; it is read inside ONE read transaction,
+so what is copied is one consistent state even if a process writes to it meanwhile;
+what changes after that state is not carried over (rows are copied once, by key: an
+update to a copied row is not), so feedsync is stopped first (README). Each table goes
+over in key order, in batches of a few thousand rows, each batch one transaction on the
+server; rows keep their ids, so every link and reference stays true. The order follows
+the references: feeds, entries, links, articles (the card's months merged by id), then
+the entries' duplicate_of (it points into news).
 
 Resumable and idempotent: before each table the copy asks the server for the highest
 key it already has and reads on from there (the batches commit in key order), and every
@@ -21,6 +22,7 @@ highest ids copied. The SQL is in sql/migrate.sql (read) and sql/postgresql/migr
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 import sys
 import time
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from feedsync.storage import StorageError
+from feedsync.storage import card as cards
 from feedsync.storage.postgresql import PostgreSQLStorage
 from feedsync.storage.sqlfiles import queries, schema_steps
 
@@ -65,7 +68,7 @@ STEPS: tuple[Step, ...] = (
         "migrate_write_feed_entries",
         lambda w: {"after_summary": w["entries_summary"], "after_feed": w["entries_feed"]},
     ),
-    ("news", "migrate_read_news", "migrate_write_news", lambda w: {"after": w["news"]}),
+    ("news", "", "migrate_write_news", lambda w: {"after": w["news"]}),
 )
 
 
@@ -96,7 +99,36 @@ def open_source(path: Path) -> sqlite3.Connection:
                 else "upgrade feedsync"
             )
         )
+    if not cards.month_tables(conn):
+        conn.close()
+        raise StorageError(
+            f"{path} is a live database, which holds only what is recent: copy the card "
+            "database ([storage] snapshot; db when there is no snapshot)"
+        )
     return conn
+
+
+def _news_batches(source: sqlite3.Connection, after: int, size: int) -> Iterator[list[sqlite3.Row]]:
+    """The articles after ``after`` in id order, a batch at a time: on the card they are
+    in a table per month, each read in its own id order and merged."""
+    query = queries()["migrate_read_news"]
+    cursors = [
+        source.execute(query.replace("{month}", table.removeprefix("news_")), {"after": after})
+        for table in cards.month_tables(source)
+    ]
+
+    def rows(cursor: sqlite3.Cursor) -> Iterator[sqlite3.Row]:
+        while chunk := cursor.fetchmany(size):
+            yield from chunk
+
+    batch: list[sqlite3.Row] = []
+    for row in heapq.merge(*(rows(c) for c in cursors), key=lambda r: int(r["id"])):
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def migrate(
@@ -124,7 +156,12 @@ def migrate(
             key = start(watermarks)
             already = int(target.bulk_read("migrate_count")[table])
             progress(table, already, source_counts[table])
-            for rows in _batches(source, read[reading], key, table, batch):
+            batches = (
+                _news_batches(source, key["after"], batch)
+                if table == "news"
+                else _batches(source, read[reading], key, table, batch)
+            )
+            for rows in batches:
                 target.bulk_write(writing, [dict(r) for r in rows])
                 copied[table] += len(rows)
                 progress(table, already + copied[table], source_counts[table])

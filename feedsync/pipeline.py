@@ -52,7 +52,7 @@ from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress
 from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
-from feedsync.storage import Storage, StorageError
+from feedsync.storage import Storage, StorageError, StorageFull
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -158,6 +158,9 @@ class Pass:
             try:
                 result = self.storage.snapshot()
                 self.stats.snapshot = result.detail if result else None
+            except StorageFull as exc:  # the card has no room: said, and lived through
+                self.stats.snapshot = "not saved"
+                self._problem(str(exc))
             except StorageError as exc:
                 failure = exc
                 self.stats.snapshot = "failed"
@@ -266,6 +269,10 @@ class Pass:
     async def _poll(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
         poll = self.config.poll
         host = host_of(feed.url)
+        if self.stats.not_taking is not None:  # no room for new entries: poll it later
+            self.stats.deferred += 1
+            self.progress.feed_done(0)
+            return
         if self._gate.blocked(host):  # it asked us to wait: not even a conditional GET
             self.stats.deferred += 1
             self.progress.feed_done(0)
@@ -305,7 +312,18 @@ class Pass:
                     outcome = _FeedOutcome(error=str(exc))
             else:
                 await self._host_answered(host)
-                outcome = await self._on_lane(self._stage_feed, feed, response)
+                try:
+                    outcome = await self._on_lane(self._stage_feed, feed, response)
+                except StorageFull as exc:
+                    # the RAM disk is full and the card cannot take more: nothing of this
+                    # poll is recorded (the feed is polled again later), no further feed
+                    # is polled in this pass; extraction and the save go on
+                    if self.stats.not_taking is None:
+                        self.stats.not_taking = str(exc)
+                        self._problem(str(exc))
+                    self.stats.deferred += 1
+                    self.progress.feed_done(0)
+                    return
         self._count_feed(feed, outcome)
 
     def _count_feed(self, feed: Feed, outcome: _FeedOutcome) -> None:

@@ -41,9 +41,16 @@ def summary_line(stats: RunStats, seconds: float) -> str:
             f"; {stats.revisions} revisions and {stats.duplicates} duplicates linked, "
             "not fetched twice"
         )
+    if stats.not_taking:
+        line += "; new entries put off (no room, see above)"
     if stats.snapshot == "written":
         line += "; snapshot written"
     return line
+
+
+# Problems that last (no room on the RAM disk or the card): the daemon logs each once
+# while it lasts, not at every tick.
+ROOM_PROBLEMS = ("not taking new entries", "not saved to the card")
 
 
 class PlainProgress:
@@ -134,8 +141,9 @@ class LogProgress:
     """For the daemon: problems to the log (with the URL as a journal field), a summary
     line per pass when it did something, and every step of progress feeds the watchdog."""
 
-    def __init__(self, alive: Callable[[], None] = lambda: None):
+    def __init__(self, alive: Callable[[], None] = lambda: None, room: set[str] | None = None):
         self._alive = alive
+        self._room = room  # room problems already logged (the daemon's, across passes)
 
     def start_feeds(self, total: int) -> None:
         self._alive()
@@ -153,6 +161,12 @@ class LogProgress:
         self._alive()
 
     def problem(self, message: str, url: str | None = None) -> None:
+        kind = next((k for k in ROOM_PROBLEMS if message.startswith(k)), None)
+        if kind is not None and self._room is not None:
+            if kind in self._room:
+                logs.LOGGER.debug(message)
+                return
+            self._room.add(kind)
         logs.LOGGER.warning(message, extra=logs.url_field(url))
 
     def finish(self, stats: RunStats, seconds: float) -> None:

@@ -187,16 +187,23 @@ class SnapshotResult:
 
 @dataclass(frozen=True)
 class StorageStatus:
-    """Where the data is and how safe it is, for ``feedsync status``."""
+    """Where the data is, how safe it is, and how full, for ``feedsync status``."""
 
     engine: str
-    live: str
+    live: str  # the live database (a file), or the server and database
     live_bytes: int
-    snapshot: str | None  # None: no snapshots configured
+    snapshot: str | None  # the card database (everything); None on PostgreSQL
     snapshot_bytes: int | None
-    snapshot_at: str | None
-    previous_snapshot: str | None
-    unsaved_changes: int | None  # content changes since the last snapshot
+    snapshot_at: str | None  # the last save to it
+    unsaved_changes: int | None  # content changes since the last save
+    ram_budget: int | None = None  # bytes the live database may take
+    ram_disk_size: int | None = None  # the file system it is on
+    ram_disk_free: int | None = None
+    card_budget: int | None = None  # bytes the card database may take
+    card_disk_size: int | None = None
+    card_disk_free: int | None = None
+    nearly_full: tuple[str, ...] = ()  # one line each: what is close to full, and why
+    not_taking: str | None = None  # why no new entries are taken now (None: they are)
 
 
 @dataclass(frozen=True)
@@ -240,6 +247,8 @@ class RunStats:
     duplicates: int = 0  # fetched pages that were an article already stored: linked
     deferred: int = 0  # feeds and articles left for later: their host asked us to wait
     busy: int = 0  # feeds skipped because another process was polling them
-    snapshot: str | None = None  # "written", "unchanged since the last snapshot", or None
+    snapshot: str | None = None  # "written", "unchanged since the last save", or None
+    # why no new entries were taken (the RAM disk or the card full), None when they were
+    not_taking: str | None = None
     stopped: bool = False  # the pass was asked to stop (SIGTERM) and ended early
     errors: list[str] = field(default_factory=list)

@@ -23,25 +23,28 @@ RETURNING id, url, title, published, author, attempts;
 -- name: extract_feeds_of
 -- The feeds that carry a claimed row: may its page be on the LAN (one of them is)? Do
 -- they allow the identity heuristics (none of them is 'url+title')?
-SELECT f.url, f.identity FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
+SELECT f.url, f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_id
  WHERE fe.summary_id = :id;
 
+-- name: extract_title_of
+-- The title an article takes: its latest revision's.
+SELECT title FROM news_summary_all WHERE id = :id OR revision_of = :id ORDER BY id DESC LIMIT 1;
+
+-- name: extract_feed_title_of
+-- ... and the title of the first feed that carried it.
+SELECT f.title
+  FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_id
+ WHERE fe.summary_id = :id
+ ORDER BY fe.first_seen_at, fe.feed_id
+ LIMIT 1;
+
 -- name: extract_save
--- The article, once; its title the latest revision's; feed_title is the title of the
--- first feed that carried it.
+-- The article, once (:title and :feed_title from the two queries above).
 INSERT OR IGNORE INTO news
        (summary_id, url, title, published, feed_title, author, language, body, fetched_at,
         canonical_url, fingerprint)
-SELECT s.id, s.url,
-       coalesce((SELECT r.title FROM news_summary AS r WHERE r.revision_of = s.id
-                  ORDER BY r.id DESC LIMIT 1), s.title),
-       :published,
-       (SELECT f.title
-          FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
-         WHERE fe.summary_id = s.id
-         ORDER BY fe.first_seen_at, fe.feed_id
-         LIMIT 1),
-       :author, :language, :body, :fetched_at, :canonical_url, :fingerprint
+SELECT s.id, s.url, :title, :published, :feed_title, :author, :language, :body,
+       :fetched_at, :canonical_url, :fingerprint
   FROM news_summary AS s
  WHERE s.id = :id;
 

@@ -35,34 +35,47 @@ UPDATE feeds SET identity = :identity WHERE id = :id AND identity <> :identity;
 -- name: feed_disable
 UPDATE feeds SET enabled = 0, disabled_reason = :reason WHERE id = :id;
 
+-- name: feed_delete_links
+-- A removed feed's links go with it (on SQLite, foreign keys are not enforced: links
+-- may point from the live database to the card's entries; the card's links go at the
+-- next save); news_summary and news stay, so the articles are kept and never fetched
+-- again.
+DELETE FROM feed_entries WHERE feed_id = :id;
+
 -- name: feed_delete
--- Its feed_entries links go with it (ON DELETE CASCADE); news_summary and news stay, so
--- the articles are kept and never fetched again.
 DELETE FROM feeds WHERE id = :id;
 
 -- name: feeds_to_poll
 -- Enabled feeds; with :due_before, only those whose next poll time has come. Each with
 -- its publishing over the last week (:week_ago), for the adaptive interval
 -- (feedsync/decide.py: next_poll_at).
+-- The entries of the week are in the live database (it keeps at least a week and the
+-- identity window, feedsync/storage/card.py), found through their first_seen_at index:
+-- an entry first seen before the week was published before it too (dates are clamped
+-- to the time they are seen).
 SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
        f.redirect_to, f.redirect_seen, f.identity,
        f.last_poll_at IS NOT NULL AS polled_before,
-       count(s.id) AS recent_entries,
-       min(coalesce(s.published, s.first_seen_at)) AS recent_oldest
+       coalesce(r.entries, 0) AS recent_entries,
+       r.oldest AS recent_oldest
   FROM feeds AS f
-  LEFT JOIN feed_entries AS fe ON fe.feed_id = f.id
-  LEFT JOIN news_summary AS s
-         ON s.id = fe.summary_id AND coalesce(s.published, s.first_seen_at) >= :week_ago
+  LEFT JOIN (SELECT fe.feed_id, count(*) AS entries,
+                    min(coalesce(s.published, s.first_seen_at)) AS oldest
+               FROM news_summary AS s JOIN feed_entries AS fe ON fe.summary_id = s.id
+              WHERE s.first_seen_at >= :week_ago
+                AND coalesce(s.published, s.first_seen_at) >= :week_ago
+              GROUP BY fe.feed_id) AS r ON r.feed_id = f.id
  WHERE f.enabled = 1
    -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
    AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
- GROUP BY f.id
  ORDER BY f.id;
 
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
        f.moved_from, f.category, f.next_poll_at,
-       (SELECT count(*) FROM feed_entries AS fe WHERE fe.feed_id = f.id) AS entries
+       coalesce(c.entries, 0) AS entries
   FROM feeds AS f
+  LEFT JOIN (SELECT feed_id, count(*) AS entries FROM feed_entries_all GROUP BY feed_id) AS c
+         ON c.feed_id = f.id
  ORDER BY f.id;

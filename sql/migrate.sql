@@ -1,4 +1,4 @@
--- `feedsync migrate`: reading an SQLite database (the live one or a snapshot) to copy it
+-- `feedsync migrate`: reading an SQLite card database (or a copy of one) to copy it
 -- into PostgreSQL (sql/postgresql/migrate.sql writes). Each table in key order, a batch
 -- at a time after the last key the target already has, so an interrupted copy resumes
 -- where it stopped and a finished one copies nothing again. Leases are not copied: the
@@ -31,9 +31,10 @@ SELECT feed_id, summary_id, first_seen_at
  LIMIT :limit;
 
 -- name: migrate_read_news
+-- One month's articles of the card, in id order (the months are merged by the caller).
 SELECT id, summary_id, url, title, published, feed_title, author, language, body,
        fetched_at, canonical_url, fingerprint
-  FROM news WHERE id > :after ORDER BY id LIMIT :limit;
+  FROM news_{month} WHERE id > :after ORDER BY id;
 
 -- name: migrate_read_duplicates
 SELECT id, duplicate_of FROM news_summary WHERE duplicate_of IS NOT NULL;
@@ -45,5 +46,5 @@ SELECT host, not_before, backoff_count, reason FROM hosts;
 SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM news_summary) AS news_summary,
        (SELECT count(*) FROM feed_entries) AS feed_entries,
-       (SELECT count(*) FROM news) AS news,
+       (SELECT count(*) FROM (SELECT id FROM news) AS n) AS news,
        (SELECT count(*) FROM hosts) AS hosts;

@@ -1,81 +1,36 @@
--- Reading what was collected (feedsync demo now; the user commands later).
+-- Reading what was collected: the user's commands.
+--
+-- On SQLite the rows are in two files (sql/card.sql): a read sees the live database's
+-- rows and the card's that the live database does not hold. A plain lookup goes through
+-- the *_all views (the same names are plain views of the tables on PostgreSQL); a count
+-- or an ordered listing names both sides itself (main., card.), because SQLite cannot
+-- push a filter, an order or a count into a view made of a UNION ALL, and would read
+-- every article to answer. Those queries have their PostgreSQL form in
+-- sql/postgresql/news.sql.
 
 -- name: counts
+-- The queue is in the live database only (news_summary, unqualified, is main's).
 SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM feeds WHERE enabled = 1) AS feeds_enabled,
        (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count > 0) AS feeds_failing,
-       (SELECT count(*) FROM news_summary) AS entries,
-       (SELECT count(*) FROM feed_entries) AS links,
-       (SELECT count(*) FROM news) AS articles,
+       (SELECT count(*) FROM main.news_summary)
+       + (SELECT count(*) FROM card.news_summary
+           WHERE id NOT IN (SELECT id FROM main.news_summary)) AS entries,
+       (SELECT count(*) FROM main.feed_entries)
+       + (SELECT count(*) FROM card.feed_entries AS c
+           WHERE c.feed_id IN (SELECT id FROM main.feeds)
+             AND NOT EXISTS (SELECT 1 FROM main.feed_entries AS m
+                              WHERE m.summary_id = c.summary_id AND m.feed_id = c.feed_id))
+           AS links,
+       (SELECT count(*) FROM (
+            SELECT id FROM main.news
+            UNION ALL
+            SELECT id FROM card.news WHERE id NOT IN (SELECT id FROM main.news))) AS articles,
        (SELECT count(*) FROM news_summary WHERE state = 'new') AS queue_new,
        (SELECT count(*) FROM news_summary WHERE state = 'failed') AS queue_failed,
-       (SELECT count(*) FROM news_summary WHERE state = 'gone') AS gone;
-
--- name: news_recent
-SELECT id, url, title, published, feed_title, author, language, fetched_at, body
-  FROM news
- ORDER BY coalesce(published, fetched_at) DESC, id DESC
- LIMIT :limit;
-
--- name: news_list
--- Newest first, since a time, optionally from one feed; without the body.
-SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language, n.fetched_at,
-       '' AS body
-  FROM news AS n
- WHERE coalesce(n.published, n.fetched_at) >= :since
-   -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
-   AND (CAST(:feed_id AS bigint) IS NULL OR EXISTS (
-        SELECT 1 FROM feed_entries AS fe JOIN news_summary AS s ON s.id = fe.summary_id
-         WHERE fe.feed_id = :feed_id
-           AND (s.id = n.summary_id OR s.revision_of = n.summary_id OR s.duplicate_of = n.id)))
- ORDER BY coalesce(n.published, n.fetched_at) DESC, n.id DESC
- LIMIT :limit;
-
--- name: news_by_id
-SELECT id, url, title, published, feed_title, author, language, fetched_at, body
-  FROM news WHERE id = :id;
-
--- name: news_by_url
-SELECT id, url, title, published, feed_title, author, language, fetched_at, body
-  FROM news WHERE url = :url ORDER BY id DESC LIMIT 1;
-
--- name: news_carried_by
--- The feeds that carried an article (one story in several category feeds), its
--- revisions and its duplicates included.
-SELECT DISTINCT f.id, f.url, f.title
-  FROM news AS n
-  JOIN news_summary AS s
-    ON s.id = n.summary_id OR s.revision_of = n.summary_id OR s.duplicate_of = n.id
-  JOIN feed_entries AS fe ON fe.summary_id = s.id
-  JOIN feeds AS f ON f.id = fe.feed_id
- WHERE n.id = :id
- ORDER BY f.id;
-
--- name: news_search
--- Full text (sql/migrations/0004_search.sql): ranked by bm25, with a snippet of the best
--- column (64 tokens: with trigrams, characters), the matches between :open and :close.
-SELECT n.id, n.url, n.title, n.published, n.feed_title,
-       snippet(news_fts, -1, :open, :close, '…', 64) AS snippet
-  FROM news_fts
-  JOIN news AS n ON n.id = news_fts.rowid
- WHERE news_fts MATCH :query
- ORDER BY bm25(news_fts), n.id DESC
- LIMIT :limit;
-
--- name: news_search_short
--- Terms of one or two characters are below the trigram index: a scan, titles first.
-SELECT n.id, n.url, n.title, n.published, n.feed_title, n.body AS snippet
-  FROM news AS n
- WHERE (n.title || ' ' || n.body) LIKE :pattern ESCAPE '\'
- ORDER BY n.title LIKE :pattern ESCAPE '\' DESC, coalesce(n.published, n.fetched_at) DESC
- LIMIT :limit;
-
--- name: news_export
--- Every field, oldest first, streamed (the caller iterates the cursor).
-SELECT id, url, title, published, feed_title, author, language, fetched_at, body
-  FROM news
- WHERE coalesce(published, fetched_at) >= :since
- ORDER BY id;
+       (SELECT count(*) FROM main.news_summary WHERE state = 'gone')
+       + (SELECT count(*) FROM card.news_summary
+           WHERE state = 'gone' AND id NOT IN (SELECT id FROM main.news_summary)) AS gone;
 
 -- name: status_counts
 -- feedsync status: feeds by health, the queue, articles today and in all.
@@ -87,10 +42,107 @@ SELECT (SELECT count(*) FROM feeds) AS feeds,
                                       AND error_count < :failing_after) AS retrying,
        (SELECT count(*) FROM news_summary WHERE state = 'new') AS queue_new,
        (SELECT count(*) FROM news_summary WHERE state = 'failed') AS queue_failed,
-       (SELECT count(*) FROM news_summary WHERE state = 'gone') AS gone,
-       (SELECT count(*) FROM news WHERE fetched_at >= :today) AS articles_today,
-       (SELECT count(*) FROM news) AS articles,
+       (SELECT count(*) FROM main.news_summary WHERE state = 'gone')
+       + (SELECT count(*) FROM card.news_summary
+           WHERE state = 'gone' AND id NOT IN (SELECT id FROM main.news_summary)) AS gone,
+       (SELECT count(*) FROM (
+            SELECT id FROM main.news WHERE fetched_at >= :today
+            UNION ALL
+            SELECT id FROM card.news
+             WHERE fetched_at >= :today AND id NOT IN (SELECT id FROM main.news)))
+           AS articles_today,
+       (SELECT count(*) FROM (
+            SELECT id FROM main.news
+            UNION ALL
+            SELECT id FROM card.news WHERE id NOT IN (SELECT id FROM main.news))) AS articles,
        (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at;
 
+-- name: news_keys
+-- The newest articles since :since (their ids and the time they sort by): each side
+-- read in order through its own index and merged, so only :limit entries are read.
+SELECT id, w FROM (
+    SELECT id, coalesce(published, fetched_at) AS w FROM main.news
+    UNION ALL
+    SELECT id, coalesce(published, fetched_at) AS w FROM card.news
+     WHERE id NOT IN (SELECT id FROM main.news))
+ WHERE w >= :since
+ ORDER BY w DESC, id DESC
+ LIMIT :limit;
+
+-- name: news_of_feed
+-- The articles a feed carried, with the time they sort by: the articles of its entries
+-- (or of what they are revisions of), and those its entries turned out to duplicate.
+SELECT n.id, coalesce(n.published, n.fetched_at) AS w
+  FROM news_all AS n
+ WHERE n.summary_id IN (
+        SELECT coalesce(s.revision_of, s.id) FROM news_summary_all AS s
+         WHERE s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id))
+UNION
+SELECT n.id, coalesce(n.published, n.fetched_at) AS w
+  FROM news_all AS n
+ WHERE n.id IN (
+        SELECT s.duplicate_of FROM news_summary_all AS s
+         WHERE s.duplicate_of IS NOT NULL
+           AND s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id));
+
+-- name: news_by_id
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body
+  FROM news_all WHERE id = :id;
+
+-- name: news_by_url
+-- (The newest of them is shown.)
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body
+  FROM news_all
+ WHERE summary_id IN (SELECT id FROM news_summary_all WHERE url = :url);
+
 -- name: news_summary_of
-SELECT summary_id FROM news WHERE id = :id;
+SELECT summary_id FROM news_all WHERE id = :id;
+
+-- name: news_carried_by
+-- The feeds that carried an article (one story in several category feeds), its
+-- revisions and its duplicates included.
+SELECT f.id, f.url, f.title
+  FROM feeds AS f
+ WHERE f.id IN (
+        SELECT feed_id FROM feed_entries_all
+         WHERE summary_id IN (
+                SELECT s.id FROM news_summary_all AS s
+                 WHERE s.id = :summary_id OR s.revision_of = :summary_id
+                    OR s.duplicate_of = :news_id))
+ ORDER BY f.id;
+
+-- name: news_scan
+-- Search, the articles not in the search index yet (the live database's, and a month's
+-- newest): every pattern of :patterns (LIKE, escaped) somewhere in the title or text.
+SELECT id, url, title, published, feed_title, fetched_at, body
+  FROM main.news
+ WHERE NOT EXISTS (SELECT 1 FROM json_each(:patterns)
+                    WHERE (title || ' ' || body) NOT LIKE value ESCAPE '\');
+
+-- name: news_scan_month
+SELECT id, url, title, published, feed_title, fetched_at, body
+  FROM news_{month}
+ WHERE id > :after
+   AND id NOT IN (SELECT id FROM main.news)
+   AND NOT EXISTS (SELECT 1 FROM json_each(:patterns)
+                    WHERE (title || ' ' || body) NOT LIKE value ESCAPE '\');
+
+-- name: news_hits
+-- Search, the rows of the articles the index found.
+SELECT id, url, title, published, feed_title, fetched_at, body
+  FROM news_all WHERE id = :id;
+
+-- name: news_export_live
+-- Every field, oldest first, streamed (the caller iterates the cursors): the live
+-- database's articles, and each month's that the live database does not hold, merged.
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body
+  FROM main.news
+ WHERE coalesce(published, fetched_at) >= :since
+ ORDER BY id;
+
+-- name: news_export_month
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body
+  FROM news_{month}
+ WHERE coalesce(published, fetched_at) >= :since
+   AND id NOT IN (SELECT id FROM main.news)
+ ORDER BY id;

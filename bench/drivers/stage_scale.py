@@ -54,9 +54,11 @@ def build(db: Path, rows: int, feeds: int) -> dict[str, object]:
     storage = open_storage(StorageConfig(db=db, snapshot=None))
     for f in range(feeds):
         storage.add_feed(f"https://site{f:03d}.example/feed.xml", iso(T0))
+    storage.snapshot()  # the feeds to the card database (``db`` itself: no snapshot)
     storage.close()
+    # the archive goes straight into the card database, where an archive lives
     conn = sqlite3.connect(db, isolation_level=None)
-    # a bulk load: no journal, a big cache; the database goes back to WAL at the end
+    # a bulk load: no journal, a big cache; back to the rollback journal at the end
     conn.execute("PRAGMA journal_mode = OFF")
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA cache_size = -262144")
@@ -85,7 +87,7 @@ def build(db: Path, rows: int, feeds: int) -> dict[str, object]:
         )
         conn.execute("COMMIT")
     conn.execute("ANALYZE")
-    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     return {"rows": rows, "seconds": time.perf_counter() - started, "bytes": db.stat().st_size}
 

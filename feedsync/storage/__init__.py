@@ -12,7 +12,9 @@ share their logic through :mod:`feedsync.storage.base`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
 from feedsync.config import StorageConfig
 from feedsync.decide import RedirectState
@@ -39,6 +41,37 @@ class StorageError(Exception):
 class StorageUnavailable(StorageError):
     """The database server cannot be reached, or refuses us (down, wrong password): the
     daemon waits and tries again; a one-shot command reports it and exits."""
+
+
+class StorageFull(StorageError):
+    """The RAM disk or the card has no room for this now (``str()`` says which, and how
+    full): no new entries are taken, or a save is put off, while reads and saves of
+    what fits go on. A pass reports it and goes on; it is not a failure of the run."""
+
+
+if TYPE_CHECKING:
+    from feedsync.config import Config
+
+WEEK = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Keep:
+    """What the storage keeps where, from the config: the days of entries the live
+    database holds (a week of publishing for the poll schedule and the identity window,
+    plus a day), and [retention] for the card."""
+
+    live: timedelta = timedelta(days=8)
+    news_days: int = 90
+    tombstone_days: int = 365
+
+    @classmethod
+    def of(cls, config: Config) -> Keep:
+        return cls(
+            live=max(WEEK, config.identity.window) + timedelta(days=1),
+            news_days=config.retention.news_days,
+            tombstone_days=config.retention.tombstone_days,
+        )
 
 
 SNAPSHOTS_DO_NOT_APPLY = (
@@ -194,8 +227,9 @@ class Storage(Protocol):
 
     # -- safety of the data
     def snapshot(self, force: bool = False) -> SnapshotResult | None:
-        """Write a snapshot to persistent storage now (None: the engine or the config has
-        none); skipped when nothing changed since the last one."""
+        """Save to the card now what changed since the last save (None: the engine has no
+        card); nothing written when nothing worth keeping changed. Raises StorageFull
+        when the card has no room."""
         ...
 
     def status(self) -> StorageStatus: ...
@@ -241,11 +275,19 @@ def _ignore(message: str) -> None:
     pass
 
 
-def open_storage(config: StorageConfig, notice: Callable[[str], None] = _ignore) -> Storage:
+def open_storage(
+    config: StorageConfig,
+    notice: Callable[[str], None] = _ignore,
+    keep: Keep | None = None,
+    *,
+    new_card: bool = False,
+) -> Storage:
     """Open (restoring, creating and migrating when needed) the database the config names.
 
     ``notice`` hears what the opening did that a user should know (a restore from the
-    snapshot, a damaged snapshot set aside).
+    card, an upgrade, a damaged card set aside). ``keep``: how long what stays where
+    (:meth:`Keep.of` the config). ``new_card``: on SQLite, a card database that is
+    missing although the live database was saved to it may be started anew.
     """
     if config.url is not None:
         from feedsync.storage.postgresql import PostgreSQLStorage
@@ -253,16 +295,21 @@ def open_storage(config: StorageConfig, notice: Callable[[str], None] = _ignore)
         return PostgreSQLStorage.open(config.url)
     from feedsync.storage.sqlite import SQLiteStorage
 
-    return SQLiteStorage.open(config.db, config.snapshot, notice)
+    return SQLiteStorage.open(config, notice, keep, new_card=new_card)
 
 
-def restore_snapshot(config: StorageConfig, force: bool, notice: Callable[[str], None]) -> str:
-    """``feedsync restore``: put the snapshot back as the live database; returns the file
-    restored from. Raises StorageError (SnapshotRefused without ``force``)."""
-    from feedsync.storage import snapshot
+def restore_snapshot(
+    config: StorageConfig, force: bool, notice: Callable[[str], None], keep: Keep | None = None
+) -> str:
+    """``feedsync restore``: build the live database again from the card database;
+    returns the card's path. Raises StorageError (SnapshotRefused without ``force``)."""
+    from feedsync import timestamps
+    from feedsync.storage import card
 
     if config.url is not None:
         raise StorageError(SNAPSHOTS_DO_NOT_APPLY)
     if config.snapshot is None:
         raise StorageError("no snapshot is configured ([storage] snapshot)")
-    return str(snapshot.restore(config.db, config.snapshot, force=force, notice=notice))
+    since = timestamps.to_iso(timestamps.now() - (keep or Keep()).live)
+    card.restore(config.live_path, config.card_path, since, force=force, notice=notice)
+    return str(config.card_path)

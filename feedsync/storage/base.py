@@ -63,6 +63,13 @@ class SQLStorage:
         """One named query inside ``work``'s transaction; returns its cursor."""
         raise NotImplementedError
 
+    def _pull_entry(self, conn: Connection, summary_id: int) -> None:
+        """An entry about to change is brought where changes are made, if it is not
+        there (SQLite: from the card into the live database); nothing elsewhere."""
+
+    def _pull_article_of(self, conn: Connection, summary_id: int) -> None:
+        """The same for the article of an entry."""
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -141,6 +148,7 @@ class SQLStorage:
             row = self._exec(conn, "feed_by_url", url=url).fetchone()
             if row is None:
                 return False
+            self._exec(conn, "feed_delete_links", id=row["id"])
             self._exec(conn, "feed_delete", id=row["id"])
             return True
 
@@ -222,6 +230,7 @@ class SQLStorage:
                     ).fetchone()
                     summary_id = existing["id"]
                     if existing["published"] is None and entry.published is not None:
+                        self._pull_entry(conn, summary_id)
                         self._exec(
                             conn, "stage_fill_date", id=summary_id, published=entry.published
                         )
@@ -290,6 +299,7 @@ class SQLStorage:
         self._exec(
             conn, "identity_mark_revision", id=summary_id, root=link.target, reason=link.reason
         )
+        self._pull_article_of(conn, link.target)
         self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
         return True
 
@@ -518,10 +528,14 @@ class SQLStorage:
                         first_seen_at=fetched_at,
                         reason=f"{link.reason}: article {link.target}",
                     )
+            title = self._exec(conn, "extract_title_of", id=job_id).fetchone()
+            feed = self._exec(conn, "extract_feed_title_of", id=job_id).fetchone()
             self._exec(
                 conn,
                 "extract_save",
                 id=job_id,
+                title=title["title"] if title is not None else "",
+                feed_title=feed["title"] if feed is not None else None,
                 published=published,
                 author=article.author,
                 language=article.language,
@@ -581,7 +595,9 @@ class SQLStorage:
         return dict(row)
 
     def news_recent(self, limit: int) -> list[NewsItem]:
-        return [NewsItem(**dict(r)) for r in self._read("news_recent", limit=limit)]
+        """The newest articles, bodies included."""
+        found = (self.news_get(item.id) for item in self.news_list("", None, limit))
+        return [item for item in found if item is not None]
 
     # ------------------------------------------------------------ meta
 
@@ -598,8 +614,19 @@ class SQLStorage:
     # ------------------------------------------------------------ the user's commands
 
     def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
-        rows = self._read("news_list", since=since, feed_id=feed_id, limit=limit)
-        return [NewsItem(**dict(r)) for r in rows]
+        """Newest first: the ids (through each side's index, or the feed's articles),
+        then those rows."""
+        if feed_id is None:
+            keys = [(r["w"], r["id"]) for r in self._read("news_keys", since=since, limit=limit)]
+        else:
+            rows = self._read("news_of_feed", feed_id=feed_id)
+            keys = sorted(((r["w"], r["id"]) for r in rows if r["w"] >= since), reverse=True)
+        items = []
+        for _, news_id in keys[:limit]:
+            found = self._read("news_by_id", id=news_id)
+            if found:
+                items.append(NewsItem(**{**dict(found[0]), "body": ""}))
+        return items
 
     def news_get(self, ref: int | str) -> NewsItem | None:
         rows = (
@@ -607,10 +634,16 @@ class SQLStorage:
             if isinstance(ref, int)
             else self._read("news_by_url", url=ref)
         )
-        return NewsItem(**dict(rows[0])) if rows else None
+        if not rows:
+            return None
+        return NewsItem(**dict(max(rows, key=lambda r: int(r["id"]))))
 
     def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
-        return [(r["id"], r["url"], r["title"]) for r in self._read("news_carried_by", id=news_id)]
+        rows = self._read("news_summary_of", id=news_id)
+        if not rows:
+            return []
+        found = self._read("news_carried_by", summary_id=rows[0]["summary_id"], news_id=news_id)
+        return [(r["id"], r["url"], r["title"]) for r in found]
 
     def feed_id(self, ref: str) -> int | None:
         if ref.isdigit():

@@ -118,6 +118,12 @@ def _reason(exc: BaseException, url: str) -> str:
     return reason
 
 
+def _session_views(conn: psycopg.Connection[Any]) -> None:
+    """The names the shared queries read (sql/postgresql/admin.sql: session_views), made
+    on each new connection of the pool."""
+    conn.execute(pyformat(queries(ENGINE_DIR)["session_views"]).encode())
+
+
 class PostgreSQLStorage(SQLStorage):
     """:class:`feedsync.storage.Storage` on a PostgreSQL database."""
 
@@ -159,6 +165,7 @@ class PostgreSQLStorage(SQLStorage):
                 "connect_timeout": CONNECT_TIMEOUT_S,
             },
             check=ConnectionPool.check_connection,  # a server restart costs no failed job
+            configure=_session_views,
             timeout=CONNECT_TIMEOUT_S * 3,
             open=False,
             name="feedsync",
@@ -252,7 +259,6 @@ class PostgreSQLStorage(SQLStorage):
             snapshot=None,
             snapshot_bytes=None,
             snapshot_at=None,
-            previous_snapshot=None,
             unsaved_changes=None,
         )
 

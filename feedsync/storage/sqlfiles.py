@@ -36,7 +36,10 @@ def parse_named(text: str, origin: str) -> dict[str, str]:
     queries: dict[str, str] = {}
     marks = list(_NAME.finditer(text))
     for mark, following in zip(marks, [*marks[1:], None], strict=True):
-        body = text[mark.end() : following.start() if following else len(text)].strip()
+        lines = text[mark.end() : following.start() if following else len(text)].splitlines()
+        while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("--")):
+            lines.pop()  # a section's heading after the last query of the one before
+        body = "\n".join(lines).strip()
         name = mark.group(1)
         if name in queries:
             raise ValueError(f"{origin}: query {name!r} defined twice")
@@ -126,3 +129,23 @@ def steps_to_apply(
             f"knows ({newest}): upgrade feedsync"
         )
     return [(target, script) for target, script in steps if target > version]
+
+
+def migrate_sqlite(conn: sqlite3.Connection, where: str) -> None:
+    """Apply the SQLite schema and its migrations to the database of ``conn`` (opened with
+    ``isolation_level=None``), inside one BEGIN IMMEDIATE transaction that first reads
+    ``PRAGMA user_version``: processes starting together on an empty file apply it once.
+    A database newer than this feedsync is refused."""
+    steps = schema_steps()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for target, script in steps_to_apply(steps, version, where):
+            for statement in split_statements(script.read_text(encoding="utf-8")):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target:d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

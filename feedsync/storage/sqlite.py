@@ -1,57 +1,60 @@
-"""The SQLite backend: one database file, shared safely by several processes.
+"""The SQLite backend: the live database on the RAM disk, everything on the card.
 
-Writers coordinate through SQLite itself: WAL (readers never wait for a writer),
-``busy_timeout``, and ``BEGIN IMMEDIATE`` for every write transaction, which takes the
-write lock at the start instead of upgrading a read lock half way (the upgrade is what
-fails at once with "database is locked" no matter the timeout). A transaction that still
-meets a busy database is retried whole, with a bounded, jittered backoff: each is short
-and does no network I/O, so running it again is safe. The schema is applied and migrated
-inside such a transaction, so two processes starting at once on an empty file apply it
-once.
+Two files with one schema (sql/card.sql draws the split): the live database
+(``StorageConfig.live_path``, WAL, on tmpfs on a Pi) takes every write of the pipeline;
+the card database (``StorageConfig.card_path``) holds everything as of the last save,
+and is attached read-only to this connection as ``card``. Reads see both through the
+``*_all`` views (the live row wins where both hold one); deduplication spans both, so an
+entry seen years ago is never staged again. :meth:`SQLiteStorage.save` writes what
+changed to the card (:mod:`feedsync.storage.card`) and then lets go of what the card now
+holds, so the RAM disk holds days, not years.
+
+The RAM budget (:mod:`feedsync.storage.budget`) is watched after every write that grows
+the live database: past half of it, a save moves what it can to the card at once; when
+even that leaves it nearly full (the card is full or missing, or the queue alone is too
+big), no new entries are taken (``StorageFull``) until there is room again, while saves
+and reads go on.
+
+Several processes share the files: writers coordinate through SQLite itself
+(:mod:`feedsync.storage.busy`), savers through the card's lock; the schema is applied
+and migrated inside one such transaction, so two processes starting at once on an empty
+file apply it once. Foreign keys are not enforced on SQLite (links and references point
+from the live database into the card's rows): what they would do on delete is done by
+the queries that delete.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import json
 import os
-import random
 import sqlite3
 import stat
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from feedsync.records import (
-    NewsItem,
-    SearchHit,
-    SnapshotResult,
-    StorageStatus,
-)
-from feedsync.storage import StorageError
-from feedsync.storage import snapshot as snapshots
-from feedsync.storage.base import SQLStorage, like_escape, snippet
-from feedsync.storage.sqlfiles import (
-    queries,
-    schema_steps,
-    split_statements,
-    steps_to_apply,
-)
+from feedsync import search as fulltext
+from feedsync import timestamps
+from feedsync.config import StorageConfig
+from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
+from feedsync.storage import Keep, StorageError, StorageFull, budget, busy
+from feedsync.storage import card as cards
+from feedsync.storage.base import SQLStorage, snippet
+from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 
 T = TypeVar("T")
 
-# How long one statement waits for another process's lock before SQLITE_BUSY.
-BUSY_TIMEOUT_S = 5.0
-# Retries of a whole write transaction that still met SQLITE_BUSY; with the backoff this
-# bounds the wait at about a minute, far beyond any of feedsync's own transactions.
-BUSY_RETRIES = 10
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    text = str(exc)
-    return "locked" in text or "busy" in text
+# After a save that spilled (the RAM budget's half reached), the next spill waits until
+# the live database has grown by this share of the budget again: a live database that
+# cannot shrink (a queue too big, a card that refuses) is not saved after every write.
+SPILL_STEP = 0.1
+# Retention runs at a save when it last ran this long ago (the daemon also runs it daily):
+# `feedsync run` from cron prunes too.
+RETENTION_EVERY = timedelta(hours=20)
 
 
 def _ignore(message: str) -> None:
@@ -76,81 +79,177 @@ def _check_directory(folder: Path) -> None:
 
 
 class SQLiteStorage(SQLStorage):
-    """:class:`feedsync.storage.Storage` on one SQLite file (the live database), with
-    optional snapshots to a persistent path (:mod:`feedsync.storage.snapshot`)."""
+    """:class:`feedsync.storage.Storage` on the live database and the card database."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, snapshot: Path | None, in_use: int):
+    def __init__(self, conn: sqlite3.Connection, config: StorageConfig, keep: Keep, in_use: int):
         self._conn = conn
         self._q = queries()
         self._in_use = in_use  # fd holding a shared lock: `feedsync restore` waits for us
-        self.path = path
-        self.snapshot_path = snapshot
-        self.location = str(path)
+        self.config = config
+        self.path = config.live_path
+        self.card_path = config.card_path
+        self.location = str(self.card_path)
+        self._keep = keep
+        self._card: cards.Card | None = None
+        self._tokenizer: fulltext.Tokenizer | None = None
+        self._spill_above = 0  # live bytes past which the next spill may happen
+        self.not_taking: str | None = None  # why no new entries are taken (None: they are)
+        # what time it is for saves, months and retention (a bench simulating a year
+        # sets its own clock)
+        self.clock: Callable[[], datetime] = timestamps.now
+        self._notice: cards.Notice = _ignore
+        self._card_file: tuple[int, int] | None = None  # (device, inode) attached
 
     # ------------------------------------------------------------ opening
 
     @classmethod
     def open(
-        cls, path: Path, snapshot: Path | None = None, notice: snapshots.Notice = _ignore
+        cls,
+        config: StorageConfig | Path,
+        notice: cards.Notice = _ignore,
+        keep: Keep | None = None,
+        *,
+        new_card: bool = False,
+        clock: Callable[[], datetime] = timestamps.now,
     ) -> SQLiteStorage:
-        """Open the live database at ``path``; when it is missing and a ``snapshot`` is
-        configured, restore the snapshot first. ``notice`` hears what was restored or set
-        aside."""
-        _check_directory(path.parent)
-        in_use = snapshots.acquire(snapshots.lock_path(path), shared=True)
+        """Open the live database, building it from the card database when it is missing
+        (a reboot emptied the RAM disk); create, or upgrade, the card database first when
+        needed. A path alone is a database on a disk (``[storage] db`` and no snapshot).
+        ``notice`` hears what a user should know (a restore, an upgrade, a damaged card
+        set aside); ``new_card``: a card database that is missing may be started anew
+        (``feedsync snapshot --force``); ``clock``: what time it is (the storage's
+        :attr:`clock`)."""
+        if isinstance(config, Path):
+            config = StorageConfig(db=config, snapshot=None)
+        keep = keep or Keep()
+        live = config.live_path
+        _check_directory(live.parent)
+        _check_directory(config.card_path.parent)
+        in_use = cards.acquire(cards.lock_path(live), shared=True)
+        now = clock()
         try:
-            if snapshot is not None:
-                snapshots.restore_if_missing(path, snapshot, notice)
+            cards.prepare(
+                live,
+                config.card_path,
+                timestamps.to_iso(now),
+                timestamps.to_iso(now - keep.live),
+                notice,
+                new_card=new_card,
+                on_card=config.snapshot is not None,
+            )
             conn = sqlite3.connect(
-                path,
-                timeout=BUSY_TIMEOUT_S,
+                cards.uri(live, "rw"),
+                uri=True,
+                timeout=busy.BUSY_TIMEOUT_S,
                 isolation_level=None,  # we say BEGIN IMMEDIATE / COMMIT ourselves
                 check_same_thread=False,  # used from one thread at a time (the pipeline lane)
             )
         except (sqlite3.Error, OSError) as exc:
             os.close(in_use)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise StorageError(f"cannot open {path}: {reason}") from None
+            raise StorageError(f"cannot open {live}: {reason}") from None
         except BaseException:
             os.close(in_use)
             raise
         conn.row_factory = sqlite3.Row
-        storage = cls(conn, path, snapshot, in_use)
+        storage = cls(conn, config, keep, in_use)
+        storage.clock = clock
+        storage._notice = notice
         try:
             storage._retry(storage._configure)
-            storage._retry(storage._migrate)
+            storage._retry(lambda: migrate_sqlite(conn, str(live)))
+            storage._retry(storage._attach)
         except BaseException:
             storage.close()
             raise
         return storage
 
     def _configure(self) -> None:
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn = self._conn
+        conn.execute("PRAGMA foreign_keys = OFF")  # see the module's docstring
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StorageError(f"{self.path}: cannot switch to WAL mode (got {mode!r})")
-        # Durability comes from snapshots, not from fsync on every commit (the live
-        # database sits on tmpfs); NORMAL in WAL mode still never corrupts.
-        self._conn.execute("PRAGMA synchronous = NORMAL")
+        # Durability comes from saves to the card, not from fsync on every commit (the
+        # live database sits on tmpfs); NORMAL in WAL mode still never corrupts.
+        conn.execute("PRAGMA synchronous = NORMAL")
         # Sorts and temporary tables in RAM: SQLite's temp files would otherwise go to
         # /var/tmp or /tmp, which on a Pi is the SD card.
-        self._conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        # The WAL is folded back, and cut, at a size the RAM budget allows.
+        pages = budget.wal_pages(self._ram().budget)
+        conn.execute(f"PRAGMA wal_autocheckpoint = {pages:d}")
+        conn.execute(f"PRAGMA journal_size_limit = {pages * 4096:d}")
 
-    def _migrate(self) -> None:
-        steps = schema_steps()
-        self._conn.execute("BEGIN IMMEDIATE")
+    def _attach(self) -> None:
+        self._attach_card_only()
+        for statement in split_statements(self._q["live_views"]):
+            self._conn.execute(statement)
+        self._write(self._settle)
+
+    def _settle(self, conn: sqlite3.Connection) -> None:
+        """The live database holds the newest entry and article ids (SQLite hands out
+        max(id) + 1: an id the card holds must never come again), and an id of its own
+        (which card saves name)."""
+        row = conn.execute(self._q["live_newest"]).fetchone()
+        newest = cards.newest_article(conn, "card")
+
+        def bring() -> None:
+            if row["card_entry"] is not None and (row["live_entry"] or 0) < row["card_entry"]:
+                conn.execute(self._q["live_pull_entry"], {"id": row["card_entry"]})
+            if newest is not None and (row["live_article"] or 0) < newest:
+                conn.execute(self._q["live_pull_article"], {"id": newest})
+
+        self._neutral(conn, bring)
+        if not conn.execute("SELECT 1 FROM main.meta WHERE key = 'live_id'").fetchone():
+            conn.execute(self._q["meta_set"], {"key": "live_id", "value": os.urandom(8).hex()})
+
+    def _reattach(self) -> None:
+        """After the card database was replaced (``--force``): this connection's view of
+        it follows."""
+        self._retry(lambda: self._conn.execute("DETACH card"))
+        self._retry(self._attach_card_only)
+
+    def _attach_card_only(self) -> None:
+        self._conn.execute("ATTACH ? AS card", (cards.uri(self.card_path, "ro"),))
+        info = self.card_path.stat()
+        self._card_file = (info.st_dev, info.st_ino)
+
+    def _check_card_file(self) -> None:
+        """Before a save: the card database is still the file this process opened. A
+        directory there is refused; another file is reopened (and its lineage checked by
+        the save); a card database removed while feedsync ran is written again from the
+        copy this process still has open, so the removal loses nothing."""
         try:
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            for target, script in steps_to_apply(steps, version, str(self.path)):
-                for statement in split_statements(script.read_text(encoding="utf-8")):
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {target:d}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+            info = self.card_path.stat()
+        except FileNotFoundError:
+            info = None
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise StorageError(
+                f"the snapshot path {self.card_path} is not a file: check [storage] snapshot"
+            )
+        if info is not None and (info.st_dev, info.st_ino) == self._card_file:
+            return
+        if self._card is not None:
+            self._card.close()
+            self._card = None
+        if info is None:
+            with cards.file_lock(cards.lock_path(self.card_path)):
+                if not self.card_path.exists():
+                    cards.copy_attached(self._conn, "card", self.card_path)
+                    self._notice(
+                        f"the card database {self.card_path} was removed while feedsync "
+                        "ran: written again from the copy still open"
+                    )
+        self._reattach()
 
     def close(self) -> None:
+        if self._card is not None:
+            self._card.close()
+            self._card = None
+        if self._tokenizer is not None:
+            self._tokenizer.close()
+            self._tokenizer = None
         self._conn.close()
         if self._in_use >= 0:
             os.close(self._in_use)
@@ -159,39 +258,10 @@ class SQLiteStorage(SQLStorage):
     # ------------------------------------------------------------ transactions
 
     def _retry(self, work: Callable[[], T]) -> T:
-        """Run ``work`` (one whole transaction), again if the database was busy."""
-        delay = 0.05
-        for attempt in range(BUSY_RETRIES + 1):
-            try:
-                return work()
-            except sqlite3.Error as exc:
-                if _is_busy(exc) and attempt < BUSY_RETRIES:
-                    time.sleep(delay * (0.5 + random.random()))
-                    delay = min(delay * 2, 2.0)
-                    continue
-                if _is_busy(exc):
-                    raise StorageError(
-                        f"{self.path}: still busy after {BUSY_RETRIES} retries: another "
-                        "program holds a long write transaction"
-                    ) from None
-                raise StorageError(f"{self.path}: {exc}") from None
-        raise AssertionError("unreachable")
+        return busy.retrying(work, str(self.path))
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` inside BEGIN IMMEDIATE ... COMMIT, retried whole when busy."""
-
-        def transaction() -> T:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(self._conn)
-                self._conn.execute("COMMIT")
-                return result
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-
-        return self._retry(transaction)
+        return busy.write(self._conn, work, str(self.path))
 
     def _read(self, name: str, **params: Any) -> list[sqlite3.Row]:
         return self._retry(lambda: self._conn.execute(self._q[name], params).fetchall())
@@ -199,60 +269,350 @@ class SQLiteStorage(SQLStorage):
     def _exec(self, conn: sqlite3.Connection, name: str, **params: Any) -> sqlite3.Cursor:
         return conn.execute(self._q[name], params)
 
-    def snapshot(self, force: bool = False) -> SnapshotResult | None:
-        if self.snapshot_path is None:
-            return None
-        return snapshots.take(self._conn, self.snapshot_path, self._record_snapshot, force=force)
+    def _neutral(self, conn: sqlite3.Connection, action: Callable[[], object]) -> None:
+        """``action`` moves rows between the files; it changes no content, so the counter
+        that says "something worth saving changed" is put back as it was."""
+        version = conn.execute(self._q["live_content_version"]).fetchone()["version"]
+        action()
+        conn.execute(self._q["live_set_content_version"], {"version": str(version)})
+
+    def _pull_entry(self, conn: sqlite3.Connection, summary_id: int) -> None:
+        self._neutral(conn, lambda: conn.execute(self._q["live_pull_entry"], {"id": summary_id}))
+
+    def _pull_article_of(self, conn: sqlite3.Connection, summary_id: int) -> None:
+        self._neutral(
+            conn,
+            lambda: conn.execute(self._q["live_pull_article_of"], {"summary_id": summary_id}),
+        )
+
+    # ------------------------------------------------------------ the RAM budget
+
+    def _ram(self) -> budget.Budget:
+        disk = budget.disk_of(self.path)
+        used = budget.files_size(self.path, *cards.sidecars(self.path))
+        return budget.Budget(used, budget.ram_budget(self.config.ram_budget, disk), disk)
+
+    def _card_budget(self) -> budget.Budget:
+        disk = budget.disk_of(self.card_path)
+        used = budget.files_size(self.card_path, *cards.sidecars(self.card_path))
+        return budget.Budget(used, budget.card_budget(self.config.card_budget, used, disk), disk)
+
+    def _grown(self) -> None:
+        """After a write that grows the live database: past half the RAM budget, save to
+        the card now (at most once per SPILL_STEP of the budget grown since)."""
+        ram = self._ram()
+        if budget.should_spill(ram) and ram.used > self._spill_above:
+            with contextlib.suppress(StorageError):  # said by the next save, and `status`
+                self.save()
+            after = self._ram()
+            self._spill_above = after.used + int(SPILL_STEP * after.budget)
+
+    def _room_for_entries(self) -> None:
+        """Before staging: raise StorageFull when the RAM disk cannot take more, a save
+        to the card having been tried first."""
+        reason = budget.ram_full(self._ram())
+        if reason is not None:
+            with contextlib.suppress(StorageError):
+                self.save()
+            reason = budget.ram_full(self._ram())
+        self.not_taking = reason
+        if reason is not None:
+            raise StorageFull(f"not taking new entries: {reason}")
+
+    def stage(self, intent: Any) -> Any:
+        self._room_for_entries()
+        result = super().stage(intent)
+        self._grown()
+        return result
+
+    def save_article(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().save_article(*args, **kwargs)
+        self._grown()
+        return result
+
+    # ------------------------------------------------------------ saving to the card
+
+    def _card_db(self) -> cards.Card:
+        if self._card is None:
+            self._card = cards.Card(self.card_path, self.path)
+        return self._card
+
+    def snapshot(self, force: bool = False) -> SnapshotResult:
+        return self.save(force=force)
+
+    def save(self, *, force: bool = False) -> SnapshotResult:
+        """Write to the card what changed since the last save (nothing when nothing
+        worth keeping did; ``force``: anyway, and over a card of another database, which
+        is set aside), then let go of what the card now holds. Raises StorageFull when
+        the card has no room even after retention, SnapshotRefused for another
+        database's card."""
+        started = time.monotonic()
+        now = self.clock()
+        self._check_card_file()
+        moving = budget.files_size(self.path, *cards.sidecars(self.path))
+        trouble = budget.save_room(moving, self._card_budget())
+        if trouble is not None:
+            self._retention(now, due_only=False)
+            trouble = budget.save_room(moving, self._card_budget())
+        if trouble is not None:
+            raise StorageFull(f"not saved to the card: {trouble}")
+        try:
+            saved = self._card_db().save(timestamps.to_iso(now), force=force)
+        except cards.SnapshotRefused:
+            if not force:
+                raise
+            self._replace_card(now)
+            saved = self._card_db().save(timestamps.to_iso(now), force=True)
+        meta = self._meta()
+        record = {
+            "snapshot_seq": str(saved.seq),
+            "snapshot_content_version": saved.captured,
+            "snapshot_at": saved.at,
+        }
+        adopted = any(meta.get(k) != v for k, v in record.items())
+        if adopted:
+            self._record_snapshot(record)
+        if saved.written or adopted:
+            self._evict(now)
+        self._retention(now, due_only=True)
+        return SnapshotResult(
+            saved.written,
+            str(self.card_path),
+            budget.files_size(self.card_path),
+            saved.at,
+            time.monotonic() - started,
+            saved.detail,
+        )
+
+    def _replace_card(self, now: datetime) -> None:
+        """``--force`` over another database's card: it is set aside, a new one begun."""
+        if self._card is not None:
+            self._card.close()
+            self._card = None
+        cards.set_aside(self.card_path, _ignore)
+        lineage = self._meta()["lineage"]
+        with cards.file_lock(cards.lock_path(self.card_path)):
+            cards.create(self.card_path, lineage, timestamps.to_iso(now))
+        self._reattach()
+
+    def _evict(self, now: datetime) -> None:
+        """What the card now holds leaves the RAM disk: articles (all but the newest),
+        entries that are settled and older than the days kept, their links."""
+        keep_since = timestamps.to_iso(now - self._keep.live)
+
+        def work(conn: sqlite3.Connection) -> None:
+            self._neutral(
+                conn,
+                lambda: (
+                    conn.execute(self._q["live_evict_articles"]),
+                    conn.execute(self._q["live_evict_entries"], {"keep_since": keep_since}),
+                    conn.execute(self._q["live_evict_links"]),
+                ),
+            )
+
+        self._write(work)
+        # give the freed pages back to the RAM disk (executescript: the pragma frees one
+        # page per step, and a plain execute steps it once)
+        self._retry(lambda: self._conn.executescript("PRAGMA incremental_vacuum;"))
+
+    def _retention(self, now: datetime, *, due_only: bool) -> None:
+        """[retention] on the card, when it last ran RETENTION_EVERY ago (``due_only``),
+        or now (the card needs room)."""
+        if due_only:
+            last = self._meta().get("retention_at", "")
+            if last and last > timestamps.to_iso(now - RETENTION_EVERY):
+                return
+        keep = self._keep
+
+        def before(days: int) -> str | None:
+            return timestamps.to_iso(now - timedelta(days=days)) if days else None
+
+        self.prune(before(keep.news_days), before(keep.tombstone_days))
+        self._write(
+            lambda conn: self._exec(
+                conn, "meta_set", key="retention_at", value=timestamps.to_iso(now)
+            )
+        )
+
+    def prune(
+        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
+    ) -> tuple[int, int]:
+        """Retention: on the card, a month of articles goes once all of it is older than
+        ``news_before``, then the entries of articles gone older than
+        ``tombstones_before``; the live database lets go of its copies."""
+        pruned = self._card_db().prune(news_before, tombstones_before, batch)
+
+        def work(conn: sqlite3.Connection) -> None:
+            articles = json.dumps(pruned.articles)
+            entries = json.dumps(pruned.entries)
+
+            def forget() -> None:
+                conn.execute(self._q["live_forget_duplicates"], {"ids": articles})
+                conn.execute(self._q["live_forget_articles"], {"ids": articles})
+                conn.execute(self._q["live_forget_links"], {"ids": entries})
+                conn.execute(self._q["live_forget_revisions"], {"ids": entries})
+                conn.execute(self._q["live_forget_entries"], {"ids": entries})
+
+            self._neutral(conn, forget)
+
+        if pruned.articles or pruned.entries:
+            self._write(work)
+        return len(pruned.articles), len(pruned.entries)
+
+    # ------------------------------------------------------------ status
 
     def status(self) -> StorageStatus:
         meta = self._meta()
-        live_bytes = sum(
-            p.stat().st_size for p in (self.path, *snapshots.sidecars(self.path)) if p.exists()
-        )
-        snap = self.snapshot_path
-        snap_exists = snap is not None and snap.exists()
-        prev = snapshots.prev_path(snap) if snap is not None else None
+        ram = self._ram()
+        card = self._card_budget()
+        nearly: list[str] = []
+        if ram.nearly_full:
+            nearly.append(
+                f"RAM disk: the live database takes {ram.used / 1e6:.1f} MB of its "
+                f"{ram.budget / 1e6:.1f} MB budget, {ram.disk.free / 1e6:.1f} MB free of "
+                f"{ram.disk.size / 1e6:.1f} MB"
+            )
+        put_off = budget.save_room(ram.used, card)
+        if put_off is not None:
+            nearly.append(f"card: saving is put off: {put_off}")
+        elif card.nearly_full:
+            nearly.append(
+                f"card: the database takes {card.used / 1e6:.1f} MB of its "
+                f"{card.budget / 1e6:.1f} MB budget, {card.disk.free / 1e6:.1f} MB free of "
+                f"{card.disk.size / 1e6:.1f} MB"
+            )
         unsaved = int(meta["content_version"]) - int(meta["snapshot_content_version"])
         return StorageStatus(
             engine="sqlite",
             live=str(self.path),
-            live_bytes=live_bytes,
-            snapshot=str(snap) if snap is not None else None,
-            snapshot_bytes=snap.stat().st_size if snap is not None and snap_exists else None,
-            snapshot_at=meta["snapshot_at"] or None if snap_exists else None,
-            previous_snapshot=str(prev) if prev is not None and prev.exists() else None,
-            unsaved_changes=max(unsaved, 0) if snap is not None else None,
+            live_bytes=ram.used,
+            snapshot=str(self.card_path),
+            snapshot_bytes=card.used,
+            snapshot_at=(meta.get("snapshot_at") or None)
+            if int(meta.get("snapshot_seq", "0"))
+            else None,
+            unsaved_changes=max(unsaved, 0),
+            ram_budget=ram.budget,
+            ram_disk_size=ram.disk.size,
+            ram_disk_free=ram.disk.free,
+            card_budget=card.budget,
+            card_disk_size=card.disk.size,
+            card_disk_free=card.disk.free,
+            nearly_full=tuple(nearly),
+            not_taking=budget.ram_full(ram),
         )
 
     # ------------------------------------------------------------ the user's commands
 
-    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
-        """Full text: every term of three characters or more through the trigram index
-        (ranked by bm25, with the index's snippet); a query with a shorter term, below
-        what trigrams can match, through a scan (newest first, snippet made here)."""
-        terms = query.split()
-        if not terms:
-            return []
-        if all(len(term) >= 3 for term in terms):
-            fts = " AND ".join('"' + term.replace('"', '""') + '"' for term in terms)
-            rows = self._read("news_search", query=fts, limit=limit, open=marks[0], close=marks[1])
-            return [SearchHit(**dict(r)) for r in rows]
-        pattern = "%" + "%".join(like_escape(t) for t in terms) + "%"
-        rows = self._read("news_search_short", pattern=pattern, limit=limit)
+    def _months(self) -> list[tuple[str, int]]:
+        """(month, the id after which its articles are not in the search index yet)."""
+        marks = {
+            str(r["key"]).removeprefix("search_indexed_"): int(r["value"])
+            for r in self._read("live_card_watermarks")
+        }
         return [
-            SearchHit(
-                **{**dict(r), "snippet": snippet(r["title"] + " " + r["snippet"], terms, marks)}
-            )
-            for r in rows
+            (str(r["month"]), marks.get(str(r["month"]), 0)) for r in self._read("live_card_months")
         ]
 
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        """Every term, through each month's index on the card (best first, by bm25 with
+        title hits weighing more), and through a scan of the articles not indexed yet
+        (the live database's, a month's newest); titles that match first. The snippet is
+        cut around the first match."""
+        if self._tokenizer is None:
+            self._tokenizer = fulltext.Tokenizer()
+        wanted = fulltext.build_query(query, self._tokenizer)
+        if wanted is None:
+            return []
+        months = self._months()
+        scanned = self._scan(wanted, months)
+        found: list[tuple[float, int]] = []
+        for month, _ in months:
+            rows = self._month_rows(
+                "card_search",
+                month,
+                {"query": wanted.match, "limit": limit * (4 if wanted.verify else 1)},
+            )
+            found += [(float(r["score"]), int(r["id"])) for r in rows]
+        indexed: list[sqlite3.Row] = []
+        seen = {int(r["id"]) for r in scanned}
+        for _, article in sorted(found):
+            if article in seen:
+                continue
+            rows = self._read("news_hits", id=article)
+            if rows and _contains(rows[0], wanted.verify):
+                indexed.append(rows[0])
+                seen.add(article)
+        terms = [t.casefold() for t in wanted.terms]
+
+        def in_title(row: sqlite3.Row) -> bool:
+            return all(t in str(row["title"]).casefold() for t in terms)
+
+        newest_first = sorted(
+            scanned, key=lambda r: r["published"] or r["fetched_at"], reverse=True
+        )
+        ranked = [r for r in newest_first if in_title(r)] + [r for r in indexed if in_title(r)]
+        ranked += [r for r in newest_first if not in_title(r)] + [
+            r for r in indexed if not in_title(r)
+        ]
+        return [
+            SearchHit(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                published=r["published"],
+                feed_title=r["feed_title"],
+                snippet=snippet(r["title"] + " " + r["body"], list(wanted.terms), marks),
+            )
+            for r in ranked[:limit]
+        ]
+
+    def _scan(self, wanted: fulltext.Query, months: list[tuple[str, int]]) -> list[sqlite3.Row]:
+        """The articles not in the search index yet that hold every term."""
+        patterns = json.dumps([fulltext.like_pattern(t) for t in wanted.terms])
+        rows = self._read("news_scan", patterns=patterns)
+        for month, after in months:
+            rows += self._month_rows(
+                "news_scan_month", month, {"after": after, "patterns": patterns}
+            )
+        return rows
+
+    def _month_rows(self, name: str, month: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        """The rows of a named query about one month's table on the card."""
+        query = cards.sql(name, month)
+        return self._retry(lambda: self._conn.execute(query, params).fetchall())
+
+    def _month_cursor(self, name: str, month: str, params: dict[str, Any]) -> sqlite3.Cursor:
+        query = cards.sql(name, month)
+        return self._retry(lambda: self._conn.execute(query, params))
+
     def export_news(self, since: str) -> Iterator[NewsItem]:
-        """Every article since ``since``, oldest first, one at a time: a cursor, never
-        the whole table in memory."""
-        cursor = self._retry(lambda: self._conn.execute(self._q["news_export"], {"since": since}))
+        """Every article since ``since``, oldest first, one at a time: a cursor per side
+        (the live database, each month on the card), merged by id, in one read
+        transaction (one consistent state), never the whole table in memory."""
+        conn = self._conn
+        self._retry(lambda: conn.execute("BEGIN"))
         try:
-            while rows := cursor.fetchmany(200):
-                for row in rows:
-                    yield NewsItem(**dict(row))
+            cursors = [
+                self._retry(lambda: conn.execute(self._q["news_export_live"], {"since": since}))
+            ]
+            for month, _ in self._months():
+                cursors.append(self._month_cursor("news_export_month", month, {"since": since}))
+            yield from heapq.merge(*(_items(c) for c in cursors), key=lambda item: item.id)
         finally:
-            cursor.close()
+            for cursor in locals().get("cursors", []):
+                cursor.close()
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+
+def _items(cursor: sqlite3.Cursor) -> Iterator[NewsItem]:
+    while rows := cursor.fetchmany(200):
+        for row in rows:
+            yield NewsItem(**dict(row))
+
+
+def _contains(row: sqlite3.Row, terms: tuple[str, ...]) -> bool:
+    """Whether an article holds every term as written (case folded)."""
+    text = (str(row["title"]) + " " + str(row["body"])).casefold()
+    return all(term.casefold() in text for term in terms)

@@ -19,3 +19,11 @@ INSERT INTO feedsync_schema (version) VALUES (:version);
 
 -- name: database_size
 SELECT pg_database_size(current_database()) AS bytes;
+
+-- name: session_views
+-- The names the shared queries read (on SQLite, views over the RAM disk and the card:
+-- sql/card.sql); here, one database, they are the tables themselves. Temporary: made on
+-- each connection of the pool, never in the schema.
+CREATE TEMP VIEW news_summary_all AS SELECT * FROM news_summary;
+CREATE TEMP VIEW feed_entries_all AS SELECT * FROM feed_entries;
+CREATE TEMP VIEW news_all AS SELECT * FROM news;

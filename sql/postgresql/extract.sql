@@ -27,21 +27,12 @@ UPDATE news_summary
 RETURNING id, url, title, published, author, attempts;
 
 -- name: extract_save
--- The article, once; its title the latest revision's; feed_title is the title of the
--- first feed that carried it.
+-- The article, once (:title and :feed_title from sql/extract.sql's queries).
 INSERT INTO news
        (summary_id, url, title, published, feed_title, author, language, body, fetched_at,
         canonical_url, fingerprint)
-SELECT s.id, s.url,
-       coalesce((SELECT r.title FROM news_summary AS r WHERE r.revision_of = s.id
-                  ORDER BY r.id DESC LIMIT 1), s.title),
-       :published,
-       (SELECT f.title
-          FROM feed_entries AS fe JOIN feeds AS f ON f.id = fe.feed_id
-         WHERE fe.summary_id = s.id
-         ORDER BY fe.first_seen_at, fe.feed_id
-         LIMIT 1),
-       :author, :language, :body, :fetched_at, :canonical_url, :fingerprint
+SELECT s.id, s.url, :title, :published, :feed_title, :author, :language, :body,
+       :fetched_at, :canonical_url, :fingerprint
   FROM news_summary AS s
  WHERE s.id = :id
 ON CONFLICT DO NOTHING;

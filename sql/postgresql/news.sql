@@ -1,6 +1,38 @@
 -- (PostgreSQL: only the queries written differently from sql/news.sql; the others are
--- taken from there by name, see feedsync/storage/sqlfiles.py.)
--- Reading what was collected (feedsync demo now; the user commands later).
+-- taken from there by name, see feedsync/storage/sqlfiles.py.) One database, no RAM
+-- disk and no card: the counts and listings read the tables themselves.
+
+-- name: counts
+SELECT (SELECT count(*) FROM feeds) AS feeds,
+       (SELECT count(*) FROM feeds WHERE enabled = 1) AS feeds_enabled,
+       (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count > 0) AS feeds_failing,
+       (SELECT count(*) FROM news_summary) AS entries,
+       (SELECT count(*) FROM feed_entries) AS links,
+       (SELECT count(*) FROM news) AS articles,
+       (SELECT count(*) FROM news_summary WHERE state = 'new') AS queue_new,
+       (SELECT count(*) FROM news_summary WHERE state = 'failed') AS queue_failed,
+       (SELECT count(*) FROM news_summary WHERE state = 'gone') AS gone;
+
+-- name: status_counts
+SELECT (SELECT count(*) FROM feeds) AS feeds,
+       (SELECT count(*) FROM feeds WHERE enabled = 0) AS disabled,
+       (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count >= :failing_after)
+           AS failing,
+       (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count > 0
+                                      AND error_count < :failing_after) AS retrying,
+       (SELECT count(*) FROM news_summary WHERE state = 'new') AS queue_new,
+       (SELECT count(*) FROM news_summary WHERE state = 'failed') AS queue_failed,
+       (SELECT count(*) FROM news_summary WHERE state = 'gone') AS gone,
+       (SELECT count(*) FROM news WHERE fetched_at >= :today) AS articles_today,
+       (SELECT count(*) FROM news) AS articles,
+       (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at;
+
+-- name: news_keys
+SELECT id, coalesce(published, fetched_at) AS w
+  FROM news
+ WHERE coalesce(published, fetched_at) >= :since
+ ORDER BY w DESC, id DESC
+ LIMIT :limit;
 
 -- name: news_search
 -- Every term anywhere in the title or the text (:patterns, '%term%' each, LIKE-escaped),
@@ -14,3 +46,10 @@ SELECT n.id, n.url, n.title, n.published, n.feed_title, n.body AS snippet
  ORDER BY n.title ILIKE ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
           n.id DESC
  LIMIT :limit;
+
+-- name: news_export
+-- Every field, oldest first, streamed (a server-side cursor).
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body
+  FROM news
+ WHERE coalesce(published, fetched_at) >= :since
+ ORDER BY id;

@@ -1,3 +1,4 @@
+-- (PostgreSQL. On SQLite, retention drops a month's table on the card: sql/card.sql.)
 -- Retention (the daemon's daily job): extracted articles older than [retention] news_days
 -- are pruned; their news_summary rows stay as tombstones for tombstone_days, so a pruned
 -- article is never fetched again while feeds may still carry it. Deleted in batches to
