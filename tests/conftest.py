@@ -103,6 +103,38 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+def live_and_card(db: Path, snapshot: Path | None) -> tuple[Path, Path]:
+    """Where feedsync keeps the live database and the card database for a config with
+    ``db`` and ``snapshot`` (feedsync.config.StorageConfig: live_path, card_path)."""
+    from feedsync.config import StorageConfig
+
+    config = StorageConfig(db=db, snapshot=snapshot)
+    return config.live_path, config.card_path
+
+
+_SEEN = """
+CREATE TEMP VIEW news_summary AS SELECT * FROM main.news_summary UNION ALL
+  SELECT * FROM card.news_summary WHERE id NOT IN (SELECT id FROM main.news_summary);
+CREATE TEMP VIEW feed_entries AS SELECT * FROM main.feed_entries UNION ALL
+  SELECT * FROM card.feed_entries AS c WHERE c.feed_id IN (SELECT id FROM main.feeds)
+   AND NOT EXISTS (SELECT 1 FROM main.feed_entries AS m
+                    WHERE m.summary_id = c.summary_id AND m.feed_id = c.feed_id);
+CREATE TEMP VIEW news AS SELECT * FROM main.news UNION ALL
+  SELECT * FROM card.news WHERE id NOT IN (SELECT id FROM main.news);
+"""
+
+
+def what_feedsync_sees(live: Path, card: Path) -> sqlite3.Connection:
+    """A read-only view of everything, as feedsync's commands see it: the live database,
+    and the card database's rows it does not hold (temporary views named like the
+    tables, for reading only). The live database alone when there is no card yet."""
+    conn = sqlite3.connect(f"file:{live}?mode=ro", uri=True, timeout=30)
+    if card.is_file():
+        conn.execute("ATTACH ? AS card", (f"file:{card}?mode=ro",))
+        conn.executescript(_SEEN)
+    return conn
+
+
 def cli_env(home: Path) -> dict[str, str]:
     env = {
         k: v
@@ -218,11 +250,24 @@ class FeedsyncEnv:
             with psycopg.connect(self.url, autocommit=True) as pg:
                 cursor = pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
                 return cursor.fetchall()
-        with sqlite3.connect(self.db_path, timeout=30) as conn:
+        conn = what_feedsync_sees(*live_and_card(self.db_path, self.snapshot_path))
+        try:
             return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
 
     def scalar(self, sql: str, *params: Any) -> Any:
         return self.query(sql, *params)[0][0]
+
+    @property
+    def live_path(self) -> Path:
+        """The live database feedsync works on (beside ``db_path`` without a snapshot)."""
+        return live_and_card(self.db_path, self.snapshot_path)[0]
+
+    @property
+    def card_path(self) -> Path:
+        """The database that holds everything as of the last save."""
+        return live_and_card(self.db_path, self.snapshot_path)[1]
 
 
 def _pg_url_for(backend: str, request: pytest.FixtureRequest) -> str | None:

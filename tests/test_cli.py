@@ -92,7 +92,7 @@ def test_cron_output_is_one_summary_line_plus_errors(fs: FeedsyncEnv, site: Site
     done = fs.run("run")
     assert re.fullmatch(
         r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entries staged, "
-        r"1 articles extracted \(0 failed, 0 given up\) in \d+\.\ds\n",
+        r"1 articles extracted \(0 failed, 0 given up\) in \d+\.\ds; snapshot written\n",
         done.stdout,
     )
     assert done.stderr == f"feedsync: feed {bad}: HTTP 500 Internal Server Error\n"

@@ -110,7 +110,10 @@ def test_status_answers_is_it_working(world: tuple[FeedsyncEnv, LocalServer]) ->
     assert data["feeds"]["healthy"] == 2 and data["daemon"]["running"] is False
     if env.url is None:
         assert "live       /" in text  # (long paths cut to fit)
-        assert data["storage"]["live"] == str(env.db_path)
+        assert "card       /" in text and "the card is current" in text
+        assert data["storage"]["live"] == str(env.live_path)
+        assert data["storage"]["snapshot"] == str(env.card_path)
+        assert data["storage"]["ram_budget"] > 0 and data["storage"]["nearly_full"] == []
         return
     # the server and the database instead of a path; the password nowhere
     where = env.url.split("@")[1]
@@ -318,8 +321,12 @@ def test_export_of_100k_articles_runs_in_constant_memory(fs: FeedsyncEnv, tmp_pa
     body = "A line of an article body, with a comma, and some more words. " * 4
 
     def fill(total: int) -> None:
-        with sqlite3.connect(fs.db_path) as conn:
-            have = conn.execute("SELECT count(*) FROM news").fetchone()[0]
+        # straight into the card database, where the articles of months past are
+        with sqlite3.connect(fs.card_path) as conn:
+            (month,) = conn.execute(
+                "SELECT name FROM sqlite_master WHERE name GLOB 'news_[0-9]*' AND type = 'table'"
+            ).fetchone()
+            have = conn.execute(f"SELECT count(*) FROM {month}").fetchone()[0]
             rows = range(have + 1, total + 1)
             conn.executemany(
                 "INSERT INTO news_summary (id, url, title, first_seen_at, state) "
@@ -327,9 +334,9 @@ def test_export_of_100k_articles_runs_in_constant_memory(fs: FeedsyncEnv, tmp_pa
                 ((n, f"https://e.com/{n}", f"Story {n}") for n in rows),
             )
             conn.executemany(
-                "INSERT INTO news (summary_id, url, title, body, fetched_at) "
-                "VALUES (?, ?, ?, ?, '2026-11-01T00:00:00Z')",
-                ((n, f"https://e.com/{n}", f"Story {n}", body) for n in rows),
+                f"INSERT INTO {month} (id, summary_id, url, title, body, fetched_at) "
+                "VALUES (?, ?, ?, ?, ?, '2026-11-01T00:00:00Z')",
+                ((n, n, f"https://e.com/{n}", f"Story {n}", body) for n in rows),
             )
 
     env = cli_env(fs.root / "home")

@@ -60,11 +60,10 @@ def notify(tmp_path: Path) -> Iterator[NotifySocket]:
 
 
 def titles(env: FeedsyncEnv) -> set[str]:
-    if not env.db_path.exists():
+    if not env.live_path.exists():
         return set()
     try:
-        with sqlite3.connect(env.db_path, timeout=10) as conn:
-            return {row[0] for row in conn.execute("SELECT title FROM news")}
+        return {row[0] for row in env.query("SELECT title FROM news")}
     except sqlite3.OperationalError:  # the schema is not there yet
         return set()
 
@@ -133,8 +132,7 @@ def test_the_daemon_and_a_cron_run_side_by_side(
     assert daemon.stop() == 0
     for done in runs:
         assert "locked" not in done.stdout + done.stderr
-    with sqlite3.connect(fs_card.db_path) as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT url) FROM news").fetchone() == (12, 12)
+    assert fs_card.query("SELECT count(*), count(DISTINCT url) FROM news") == [(12, 12)]
     assert sorted(site.article_hits().values()) == [1] * 12
     assert "Traceback" not in daemon.output()
 

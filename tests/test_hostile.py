@@ -22,7 +22,7 @@ from typing import Any
 import hostile
 import pytest
 import sitegen
-from conftest import Site
+from conftest import Site, live_and_card, what_feedsync_sees
 from sitegen import Item
 
 from feedsync import config as config_module
@@ -45,16 +45,22 @@ class Outcome:
     stderr: str
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.db) as conn:
+        conn = what_feedsync_sees(*live_and_card(self.db, None))
+        try:
             return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
 
     def feed(self, url: str) -> dict[str, Any]:
-        with sqlite3.connect(self.db) as conn:
+        conn = what_feedsync_sees(*live_and_card(self.db, None))
+        try:
             conn.row_factory = sqlite3.Row
             row = conn.execute(
                 "SELECT * FROM feeds WHERE url = ? OR moved_from = ?", (url, url)
             ).fetchone()
             return dict(row)
+        finally:
+            conn.close()
 
     def titles(self) -> set[str]:
         return {row[0] for row in self.query("SELECT title FROM news")}
@@ -210,7 +216,7 @@ def test_503_without_retry_after_backs_off_doubling_then_recovers(world: World, 
         done = world.run(down)
         not_before, count, _ = host_row(done, "localhost") or ("", 0, "")
         waits.append((round(seconds_from_now(not_before) / 60), count))
-        with sqlite3.connect(world.db) as conn:  # let the wait pass
+        with sqlite3.connect(live_and_card(world.db, None)[0]) as conn:  # let the wait pass
             conn.execute("UPDATE hosts SET not_before = '2000-01-01T00:00:00Z'")
     assert waits == [(1, 1), (2, 2), (4, 3)]
     site.server.set(

@@ -274,7 +274,7 @@ def test_revisions_are_sought_only_within_the_window(
     feed = site.feed("f.xml", [Item("Old title", page, ago(1), guid="g")])
     fs.configure([feed], identity={"window": window})
     fs.run("run")
-    with sqlite3.connect(fs.db_path) as conn:  # the first sighting, long ago
+    with sqlite3.connect(fs.live_path) as conn:  # the first sighting, long ago
         conn.execute("UPDATE news_summary SET first_seen_at = '2020-01-01T00:00:00Z'")
         conn.execute("UPDATE news SET fetched_at = '2020-01-01T00:00:00Z'")
     site.feed("f.xml", [Item("New title", page, ago(1), guid="g")])

@@ -23,7 +23,8 @@ def fill(fs: FeedsyncEnv) -> None:
     import sqlite3
 
     body = "A line of an article body, with a comma, and some more words. " * 4
-    with sqlite3.connect(fs.db_path) as conn:
+    # into the live database, as the pipeline would have (a run's save takes it to the card)
+    with sqlite3.connect(fs.live_path) as conn:
         conn.executemany(
             "INSERT INTO feeds (id, url, origin, added_at, latest_published) "
             "VALUES (?, ?, 'cli', ?, ?)",
@@ -75,6 +76,7 @@ def test_migrate_100k_rows_killed_resumed_and_run_again(fs: FeedsyncEnv, pg_url:
     fs.configure([])
     fs.run("feeds")  # creates the SQLite database
     fill(fs)
+    fs.run("snapshot")  # a save takes it all to the card (it is what migrate copies)
     command = fs.command("migrate", "--to", pg_url, "--from", str(fs.db_path))
     env = cli_env(fs.root / "home")
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import sitegen
-from conftest import corpus_or_skip
+from conftest import corpus_or_skip, live_and_card, what_feedsync_sees
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sitegen import Item
@@ -255,7 +254,7 @@ def test_corpus_feeds_stage_with_their_titles(tmp_path: Path) -> None:
             except NotAFeed:
                 continue
             _stage(storage, feed_id, parsed)
-            with sqlite3.connect(tmp_path / "corpus.db") as conn:
+            with what_feedsync_sees(*live_and_card(tmp_path / "corpus.db", None)) as conn:
                 stored = set(
                     conn.execute(
                         "SELECT s.url, s.title FROM news_summary s JOIN feed_entries fe "
@@ -264,7 +263,7 @@ def test_corpus_feeds_stage_with_their_titles(tmp_path: Path) -> None:
                     )
                 )
             assert stored == {(e.url, e.title) for e in parsed.entries}, item["file"]
-        with sqlite3.connect(tmp_path / "corpus.db") as conn:
+        with what_feedsync_sees(*live_and_card(tmp_path / "corpus.db", None)) as conn:
             titles = {row[0] for row in conn.execute("SELECT title FROM news_summary")}
         assert {"さだまさし", "Как пережить новогоднюю ночь", "Entry One"} <= titles
     finally:

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS
+from conftest import BACKENDS, live_and_card, what_feedsync_sees
 
 from feedsync.records import Article, Entry, FailureOutcome, StageIntent
-from feedsync.storage import StorageError
-from feedsync.storage import sqlite as sqlite_module
+from feedsync.storage import StorageError, sqlfiles
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlfiles import schema_steps, split_statements
 from feedsync.storage.sqlite import SQLiteStorage
@@ -47,8 +46,11 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
         path = tmp_path / "feedsync.db"
 
         def sqlite_rows(sql: str, *params: Any) -> list[Any]:
-            with sqlite3.connect(path) as conn:
+            conn = what_feedsync_sees(*live_and_card(path, None))
+            try:
                 return conn.execute(sql, params).fetchall()
+            finally:
+                conn.close()
 
         return Engine(lambda: SQLiteStorage.open(path), sqlite_rows)
     from feedsync.storage.postgresql import PostgreSQLStorage
@@ -142,13 +144,15 @@ def test_migrations_run_once_in_order(tmp_path: Path, monkeypatch: pytest.Monkey
         "  UPDATE feeds SET notes = 'new'; END;\n"
     )
     steps = [*schema_steps(), (newest + 1, migration)]
-    monkeypatch.setattr(sqlite_module, "schema_steps", lambda: steps)
+    monkeypatch.setattr(sqlfiles, "schema_steps", lambda: steps)
     for _ in range(2):  # the second open must not apply it again (ALTER would fail)
         storage = SQLiteStorage.open(path)
         storage.add_feed("https://e.com/x", T0)
         storage.close()
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == newest + 1
+    for database in live_and_card(path, None):  # the live database and the card's
+        conn = sqlite3.connect(database)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == newest + 1
+    conn = what_feedsync_sees(*live_and_card(path, None))
     assert conn.execute("SELECT notes FROM feeds").fetchone() == ("new",)
 
 
@@ -383,7 +387,10 @@ def test_a_folder_planted_by_another_user_in_a_shared_place_is_refused(tmp_path:
 # ---------------------------------------------------------------- retention
 
 
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
 def test_retention_prunes_old_articles_and_keeps_their_tombstones(store: SQLStorage) -> None:
+    """PostgreSQL prunes article by article; SQLite a month of them at once, on the card
+    (tests/test_card.py)."""
     fid = feed_id(store)
     old, recent, undated = entry(1, "2025-01-01T00:00:00Z"), entry(2, LATER), entry(3)
     staged_at = "2025-01-01T00:00:00Z"
