@@ -64,7 +64,7 @@ LOCK_TIMEOUT_S = 300.0
 # the oldest has waited INDEX_AGE_S; a search scans the ones not indexed yet.
 INDEX_BATCH = 500
 INDEX_AGE_S = 20 * 3600
-INDEX_CHUNK = 2000  # articles per transaction when indexing a backlog (an upgrade)
+INDEX_CHUNK = 2000  # at most this many a month per save (an upgrade indexes them all)
 
 Notice = Callable[[str], None]
 _MONTH = re.compile(r"^\d{4}_\d{2}$")
@@ -502,7 +502,8 @@ class Card:
 
     def _index(self, conn: sqlite3.Connection, now: str, *, everything: bool) -> int:
         """Inside a transaction: index the months' new articles where it is due (enough
-        of them, or waiting long enough; ``everything``: all of them)."""
+        of them, or waiting long enough), at most INDEX_CHUNK a month per save so that no
+        save holds the card for long (``everything``: all of them)."""
         done = 0
         for month in _months(conn):
             mark = self._watermark(conn, month)
@@ -516,12 +517,13 @@ class Card:
                 rows = conn.execute(
                     sql("card_unindexed", month), {"after": mark, "limit": INDEX_CHUNK}
                 ).fetchall()
-                if not rows:
-                    break
                 for article in rows:
                     conn.execute(sql("card_index_article", month), _index_row(article))
-                mark = int(rows[-1]["id"])
-                done += len(rows)
+                if rows:
+                    mark = int(rows[-1]["id"])
+                    done += len(rows)
+                if len(rows) < INDEX_CHUNK or not everything:
+                    break
             conn.execute(
                 queries()["meta_set"], {"key": f"search_indexed_{month}", "value": str(mark)}
             )

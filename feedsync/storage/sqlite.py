@@ -40,7 +40,16 @@ from typing import Any, TypeVar
 from feedsync import search as fulltext
 from feedsync import timestamps
 from feedsync.config import StorageConfig
-from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
+from feedsync.records import (
+    Article,
+    LinkedEntry,
+    NewsItem,
+    SearchHit,
+    SnapshotResult,
+    StageIntent,
+    StageResult,
+    StorageStatus,
+)
 from feedsync.storage import Keep, StorageError, StorageFull, budget, busy
 from feedsync.storage import card as cards
 from feedsync.storage.base import SQLStorage, snippet
@@ -319,14 +328,21 @@ class SQLiteStorage(SQLStorage):
         if reason is not None:
             raise StorageFull(f"not taking new entries: {reason}")
 
-    def stage(self, intent: Any) -> Any:
+    def stage(self, intent: StageIntent) -> StageResult:
         self._room_for_entries()
         result = super().stage(intent)
         self._grown()
         return result
 
-    def save_article(self, *args: Any, **kwargs: Any) -> Any:
-        result = super().save_article(*args, **kwargs)
+    def save_article(
+        self,
+        job_id: int,
+        article: Article,
+        published: str | None,
+        fetched_at: str,
+        window_start: str | None = None,
+    ) -> LinkedEntry | None:
+        result = super().save_article(job_id, article, published, fetched_at, window_start)
         self._grown()
         return result
 
