@@ -276,21 +276,29 @@ class Daemon:
     # ------------------------------------------------------------ helpers
 
     def _status_line(self) -> str:
-        """One line for `systemctl status`: feeds, queue, last snapshot."""
+        """One line for `systemctl status`: feeds, queue, articles, last save, and what is
+        nearly full. Cheap counts only (it is made at every heartbeat)."""
         assert self.storage is not None
         try:
-            counts = self.storage.counts()
+            counts = self.storage.status_counts(
+                self.config.poll.failing_after, timestamps.to_iso(timestamps.now())
+            )
             where = self.storage.status()
         except StorageError as exc:
             return f"database trouble: {exc}"
         queue = counts["queue_new"] + counts["queue_failed"]
+        enabled = counts["feeds"] - counts["disabled"]
         line = (
-            f"{counts['feeds_enabled']} feeds ({counts['feeds_failing']} failing), "
+            f"{enabled} feeds ({counts['failing'] + counts['retrying']} failing), "
             f"queue {queue}, {counts['articles']} articles"
         )
         if where.snapshot is not None:
             taken = (where.snapshot_at or "never").replace("T", " ")
             line += f", last snapshot {taken}"
+        if where.not_taking:
+            line += "; NOT TAKING new entries: no room in RAM"
+        elif where.nearly_full:
+            line += "; nearly full: " + where.nearly_full[0].split(":")[0]
         return line
 
     def _reload_config(self) -> None:

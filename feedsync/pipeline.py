@@ -13,7 +13,7 @@ As a pipe::
       | extract.Extractor (trafilatura in worker processes)        -- CPU, bounded
       | storage.save_article / decide.after_failure + storage.record_extract_failure
     and, for a one-shot run, at the end:
-      storage.snapshot                                             -- the only SD card write
+      storage.snapshot (a save: what changed, to the card)         -- the SD card's only writes
 
 Threads: the event loop does the network; every storage call and every parse runs on
 one "lane" thread, in order, so the database connection is used by one thread and the
