@@ -23,6 +23,9 @@ from urllib.parse import urlsplit
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5: a pass opening 8 connections at once
+    # had one dropped, and TCP sent its SYN again a second later
+    request_queue_size = 128
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A client that hangs up early (size cap, deadline), or a socket a misbehaving
