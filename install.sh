@@ -138,10 +138,12 @@ write_config() {  # path db snapshot: a commented config, never over an existing
 # feedsync configuration (every key: README, "Configuration").
 
 [storage]
-# The live database sits in RAM (tmpfs); the snapshot is the copy that survives a reboot.
+# The live database sits in RAM (tmpfs) and holds what is recent; the snapshot, on the
+# SD card, holds everything, saved every snapshot_interval (what a power cut may lose).
 $db
 $snapshot
 # snapshot_interval = "1h"
+# ram_budget = "50MB"   # the most the live database takes in RAM (default: half of it)
 
 [poll]
 # lookback = "24h"      # entries this much older than a feed's newest are still staged
@@ -238,7 +240,7 @@ EOF
         cat >"$sys_cron" <<'EOF'
 # feedsync (installed by install.sh --cron): every 5 minutes, the feeds that are due
 # (each has its own next poll time), never two runs at once; each run that changed
-# something ends with a snapshot to /var/lib/feedsync.
+# something ends with a save to the card database in /var/lib/feedsync.
 SHELL=/bin/sh
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 @reboot      root      install -d -o feedsync -g feedsync -m 0700 /run/feedsync
@@ -258,7 +260,7 @@ sys_version() { "$sys_venv/bin/feedsync" --version; }
 uninstall_system() {
     [ -n "$root" ] || [ "$(id -u)" -eq 0 ] || die "removing the system service needs root"
     if [ -e "$sys_unit" ]; then
-        say "stopping the service (it writes its final snapshot)"
+        say "stopping the service (it saves to the card database first)"
         system systemctl disable --now feedsync.service
         rm -f "$sys_unit"
         system systemctl daemon-reload
