@@ -28,9 +28,9 @@ from bench import baseline
 from bench.common import BENCH, Bench, Params, Result
 from bench.measure import BenchError, machine
 from bench.report import merge, render, write
-from bench.scenarios import extract, ingest, memory, pg_scale, scale, startup, writes
+from bench.scenarios import extract, ingest, memory, pg_scale, scale, startup, writes, year
 
-SCENARIOS = set(range(1, 9))
+SCENARIOS = set(range(1, 10))
 
 QUICK_OUTPUT = BENCH / "quick-results"
 
@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     bench = Bench(params, keep=args.keep, verbose=not args.quiet)
+    output.mkdir(parents=True, exist_ok=True)
+    bench.output = output
     results: list[Result] = []
     failures: dict[int, str] = {}
     skipped: dict[int, str] = {}
@@ -165,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             attempt((7,), lambda: [startup.run(bench)])
         if 8 in chosen:
             attempt((8,), lambda: [pg_scale.run(bench)])
+        if 9 in chosen:
+            attempt((9,), lambda: [year.run(bench)])
     finally:
         bench.close()
 

@@ -268,6 +268,7 @@ def _markdown(
             f"- baseline: {result.baseline}",
         ]
         out += [f"- {note}" for note in result.notes]
+        out += _per_day(result.details)
         runs = result.rows[0].feedsync.runs if result.rows else ()
         when = f"; measured {result.date.replace('T', ' ')}" if result.date else ""
         out += [
@@ -282,3 +283,38 @@ def _markdown(
     for number, reason in sorted(skipped.items()):
         out += [f"## {number}. SKIPPED", "", f"Not run on this machine: {reason}.", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _per_day(details: dict[str, Any]) -> list[str]:
+    """A scenario's day-by-day figures (scenario 9): its picture and a table of every
+    tenth day, so the curves can be read without opening results.json."""
+    days = details.get("per_day")
+    if not days:
+        return []
+    out = [""]
+    if details.get("plot"):
+        out += [f"![the year, day by day]({details['plot']})", ""]
+    out += [
+        "| day | articles on the card | live database | card database | card written that"
+        " day | RSS | pass with nothing new (CPU) | search: English / 2 / 3 Japanese chars |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    step = 10 if len(days) >= 20 else 1
+    for d in days:
+        if d["day"] % step and d["day"] not in (1, len(days)):
+            continue
+        searches = " / ".join(
+            f"{d['search'][k][0] * 1e3:.0f} ms" for k in ("english", "japanese_2", "japanese_3")
+        )
+        out.append(
+            f"| {d['day']} | {d['articles']:,} | {_mb(d['live_bytes'])} | "
+            f"{_mb(d['card_bytes'])} | {_mb(d['card_written'])} | "
+            f"{d['rss_kb'] / 1e3:.0f} MB | {d['noop_cpu_s'] * 1e3:.0f} ms | {searches} |"
+        )
+    return [*out, ""]
+
+
+def _mb(size: float) -> str:
+    """Megabytes with three significant figures or more."""
+    mb = size / 1e6
+    return f"{mb:.2f} MB" if mb < 10 else f"{mb:.1f} MB" if mb < 100 else f"{mb:.0f} MB"

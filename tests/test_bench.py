@@ -1,6 +1,6 @@
 """The benchmark harness (bench/) keeps working: its quick mode runs every scenario.
 
-No assertion on timings (CI machines are noisy and small): only that each of the eight
+No assertion on timings (CI machines are noisy and small): only that each of the nine
 scenarios produced figures for feedsync and for its baseline, and that the report was
 written. The first run creates the baseline's own venv (bench/.venv-baseline, with the
 PyPI package ``reader``), so it needs pip to reach a package index. Scenario 8 needs a
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = list(range(1, 9))
+SCENARIOS = list(range(1, 10))
 
 
 def _postgresql_missing() -> str | None:
@@ -59,6 +59,9 @@ def test_quick_bench_runs_every_scenario_against_its_baseline(tmp_path: Path) ->
                 assert figures["min"] <= figures["median"] <= figures["max"], row
 
     report = (output / "RESULTS.md").read_text()
+    # scenario 9 draws its days (matplotlib in the bench's own venv) and shows them
+    assert "![the year, day by day](year-on-a-pi.png)" in report
+    assert (output / "year-on-a-pi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| # | scenario | metric | feedsync | baseline | ratio | machine | date |" in report
     for number in SCENARIOS:
         assert f"\n## {number}. " in report  # scenario 8 skipped: "## 8. SKIPPED"

@@ -1,4 +1,5 @@
-"""The seven scenarios of issue 9 and the eighth of issue 13, one module per concern:
+"""The seven scenarios of issue 9, the eighth of issue 13 and the ninth of issue 19, one
+module per concern:
 
 1-2. :mod:`bench.scenarios.ingest`: cold ingest and steady state against ``reader``.
 3. :mod:`bench.scenarios.extract`: fetch + extract against a bare httpx + trafilatura loop.
@@ -8,4 +9,6 @@
 7. :mod:`bench.scenarios.startup`: ``--help`` and a no-op run against the bare interpreter.
 8. :mod:`bench.scenarios.pg_scale`: 2,000 feeds polled by 1, 2 and 4 daemons on PostgreSQL
    against 1 daemon on SQLite.
+9. :mod:`bench.scenarios.year`: a year on a Pi, time-compressed: card writes, RAM, memory,
+   a pass with nothing new and search, day 120 against day 10 of the same run.
 """
