@@ -82,6 +82,7 @@ figure rss_peak_daemon_kb "$(awk '/^VmHWM/ { print $2 }' "/proc/$(main_pid)/stat
 figure peak_processes "$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$OUT/rss-samples.txt")" - "most processes in the service cgroup at once"
 
 feedsync status >"$OUT/status.txt" 2>&1
+storage_figures "after the first pass ($want articles)" first-pass
 feedsync feeds >"$OUT/feeds.txt" 2>&1
 feedsync news >"$OUT/news.txt" 2>&1
 cat "$OUT/status.txt"
@@ -104,7 +105,7 @@ w1=$(vda_written)
 cat "$OUT/snapshot.txt"
 figure snapshot_seconds "$(grep -oE '[0-9.]+s\)' "$OUT/snapshot.txt" | tr -d 's)')" s "feedsync snapshot --force, as it reports ($want articles)"
 figure snapshot_bytes "$(stat -c %s /var/lib/feedsync/feedsync.db)" B "size of /var/lib/feedsync/feedsync.db with $want articles"
-figure snapshot_card_bytes "$((w1 - w0))" B "bytes written to vda across feedsync snapshot --force + sync (/sys/block/vda/stat)"
+figure snapshot_card_bytes "$((w1 - w0))" B "bytes written to vda across feedsync snapshot --force + sync (/sys/block/vda/stat): a save when nothing changed"
 
 # ---------------------------------------------------------------- 3. stop writes the snapshot
 before=$(stat -c %Y /var/lib/feedsync/feedsync.db)

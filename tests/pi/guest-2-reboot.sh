@@ -23,6 +23,7 @@ n=$(articles)
 verdict live-db-restored "$([ "$n" = "$want" ] && echo 1 || echo 0)" "($n articles in the live database after the reboot, $want before)"
 feedsync status >"$OUT/status.txt" 2>&1
 cat "$OUT/status.txt"
+storage_figures "after the reboot (restored from the card)" restored
 
 # ---------------------------------------------------------------- the "SD card"
 # Only the root filesystem is on vda; the job's files go through 9p. The daemon polls

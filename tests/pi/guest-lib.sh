@@ -52,6 +52,20 @@ status_field() {
     feedsync status --json 2>/dev/null | python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"
 }
 articles() { status_field 's["articles"]["total"]' || echo -1; }
+
+# storage_figures WHEN: /run, the live database against its RAM budget, the card database
+storage_figures() {
+    local ram live budget card
+    ram=$(status_field 's["storage"]["ram_disk_size"]')
+    live=$(status_field 's["storage"]["live_bytes"]')
+    budget=$(status_field 's["storage"]["ram_budget"]')
+    card=$(status_field 's["storage"]["snapshot_bytes"]')
+    figure run_tmpfs_bytes "$ram" B "size of the guest's /run (a tmpfs, 10% of RAM: initramfs-tools' RUNSIZE) $1"
+    figure live_db_bytes "$live" B "the live database in /run/feedsync, WAL included (feedsync status --json) $1"
+    figure ram_budget_bytes "$budget" B "the RAM budget feedsync used: half of /run (no [storage] ram_budget set) $1"
+    figure card_db_bytes "$card" B "the card database /var/lib/feedsync/feedsync.db $1"
+    verdict "live-within-budget-$2" "$([ "$live" -le "$budget" ] && echo 1 || echo 0)" "($live of $budget bytes $1)"
+}
 queue_new() { status_field 's["queue"]["new"] + s["queue"]["failed_waiting"]' || echo -1; }
 
 expected() {  # articles once wave $1 is out
