@@ -202,6 +202,13 @@ class Pass:
         if self.only is not None:
             feeds = [feed for feed in feeds if feed.id in self.only]
         self.stats.feeds = len(feeds)
+        if feeds:
+            # no room in RAM for what the polls would bring: none is polled (each is
+            # polled when there is room again), extraction and the save go on
+            full = await self._on_lane(self.storage.room_for_entries)
+            if full is not None:
+                self.stats.not_taking = full
+                self._problem(full)
         fetching = self.config.fetch
         self._gate = fetch.HostGate(
             poll.concurrency, poll.per_host, fetching.host_delay, shared=_SharedHosts(self)

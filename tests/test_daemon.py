@@ -218,3 +218,34 @@ def test_a_stop_while_article_pages_are_in_flight_is_clean(
     assert titles(fs_card) == {f"Story {n}" for n in range(4)}
     # the page in flight at the stop may be asked for again; no other one
     assert sorted(site.article_hits().values()) in ([1, 1, 1, 1], [1, 1, 1, 2])
+
+
+def test_no_room_in_ram_is_said_once_and_shown_until_there_is(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    notify: NotifySocket,
+    start_daemon: Callable[..., RunningDaemon],
+) -> None:
+    """A RAM budget the live database already fills: the daemon takes no new entries,
+    says why once in the journal (not at every tick) and in every STATUS; after a
+    restart with room, the news comes in."""
+    feed = site.feed("f.xml", [Item("Waiting story", site.page("waiting"))])
+    fs_card.configure([feed], storage={"ram_budget": "16KB"}, **FAST)
+    daemon = start_daemon(NOTIFY_SOCKET=str(notify.path))
+    wait_until(lambda: notify.said("READY=1") == 1, "READY=1")
+
+    def full_statuses() -> int:
+        return sum(1 for _, text in notify.messages if "NOT TAKING new entries" in text)
+
+    wait_until(lambda: full_statuses() >= 5, "five ticks with no room")
+    assert daemon.stop() == 0
+    log = daemon.output()
+    assert log.count("not taking new entries") == 1, log
+    assert site.hits("/feeds/f.xml") == 0  # nothing polled that could not be kept
+    assert titles(fs_card) == set()
+
+    fs_card.configure([feed], storage={"ram_budget": "64MB"})  # room, after a restart
+    again = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"Waiting story"}, "the story, once there is room")
+    assert again.stop() == 0
+    assert "not taking" not in again.output()

@@ -114,6 +114,11 @@ class Storage(Protocol):
         ...
 
     # -- stages 1 and 2
+    def room_for_entries(self) -> str | None:
+        """Why no new entries can be taken now, in one line (the RAM disk is full even
+        after a save); None when they can. A pass asks before it polls anything."""
+        ...
+
     def stage(self, intent: StageIntent) -> StageResult:
         """Insert the candidates, link them, advance the feed: ONE transaction."""
         ...

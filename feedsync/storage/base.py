@@ -456,6 +456,10 @@ class SQLStorage:
     def release_job(self, job_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
 
+    def room_for_entries(self) -> str | None:
+        """A database on a server or a disk has no RAM budget (SQLiteStorage has one)."""
+        return None
+
     def release_leases(self, owner: str) -> None:
         def work(conn: Connection) -> None:
             self._exec(conn, "extract_release", owner=owner)

@@ -102,7 +102,6 @@ class SQLiteStorage(SQLStorage):
         self._card: cards.Card | None = None
         self._tokenizer: fulltext.Tokenizer | None = None
         self._spill_above = 0  # live bytes past which the next spill may happen
-        self.not_taking: str | None = None  # why no new entries are taken (None: they are)
         # what time it is for saves, months and retention (a bench simulating a year
         # sets its own clock)
         self.clock: Callable[[], datetime] = timestamps.now
@@ -316,20 +315,20 @@ class SQLiteStorage(SQLStorage):
             after = self._ram()
             self._spill_above = after.used + int(SPILL_STEP * after.budget)
 
-    def _room_for_entries(self) -> None:
-        """Before staging: raise StorageFull when the RAM disk cannot take more, a save
-        to the card having been tried first."""
+    def room_for_entries(self) -> str | None:
+        """Why the RAM disk cannot take new entries now, a save to the card having been
+        tried first to make room (None: it can)."""
         reason = budget.ram_full(self._ram())
         if reason is not None:
             with contextlib.suppress(StorageError):
                 self.save()
             reason = budget.ram_full(self._ram())
-        self.not_taking = reason
-        if reason is not None:
-            raise StorageFull(f"not taking new entries: {reason}")
+        return None if reason is None else f"not taking new entries: {reason}"
 
     def stage(self, intent: StageIntent) -> StageResult:
-        self._room_for_entries()
+        full = self.room_for_entries()
+        if full is not None:
+            raise StorageFull(full)
         result = super().stage(intent)
         self._grown()
         return result
