@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench                      # full sizes, 5 runs: bench/RESULTS.md
     .venv/bin/python -m bench --quick --output DIR # tiny sizes, 1 run (CI)
-    .venv/bin/python -m bench --only 1,2,7         # some scenarios (4 also runs 1-3)
+    .venv/bin/python -m bench --only 1,2,7 --output DIR  # some scenarios (4 also runs 1-3)
     .venv/bin/python -m bench --render             # RESULTS.md again from results.json
     .venv/bin/python -m bench --only 8 --merge     # run 8, put it into the existing results
 
@@ -100,6 +100,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.merge and not (output / "results.json").exists():
         print(f"python -m bench: --merge needs {output / 'results.json'}", file=sys.stderr)
+        return 2
+    if (
+        args.only
+        and not args.merge
+        and output.resolve() == BENCH.resolve()
+        and (output / "results.json").exists()
+    ):
+        # the committed figures of every scenario would be replaced by these few
+        print(
+            "python -m bench: --only would replace bench/results.json (every scenario's "
+            "figures) with these alone: add --merge, or --output DIR",
+            file=sys.stderr,
+        )
         return 2
     chosen = args.only or set(SCENARIOS)
     if 4 in chosen:
