@@ -27,6 +27,7 @@ from types import FrameType
 from typing import Any
 
 from feedsync.records import Article
+from feedsync.terminal import clean
 
 # Recycle a worker after this many pages: bounds slow leaks in lxml/trafilatura caches.
 TASKS_PER_WORKER = 200
@@ -83,9 +84,10 @@ def _page_language(tree: Any) -> str | None:
             if found:
                 lang = str(found[0])
                 break
-    if not isinstance(lang, str) or not lang.strip():
+    lang = clean(lang, one_line=True).strip() if isinstance(lang, str) else ""
+    if not lang:
         return None
-    return lang.strip().replace("_", "-").split(",")[0][:35]
+    return lang.replace("_", "-").split(",")[0][:35]
 
 
 _META_CHARSET = re.compile(
@@ -145,21 +147,27 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
     if doc is None:
         raise ExtractError("no article text found in the page")
     data = doc if isinstance(doc, dict) else doc.as_dict()
-    text = (data.get("text") or "").strip()
+    text = clean(data.get("text") or "").strip()
     if len(text) < MIN_TEXT_CHARS:
         raise ExtractError(f"no article text found in the page ({len(text)} characters)")
     from feedsync.canonical import canonical_url
     from feedsync.identity import fingerprint
 
+    def line(key: str) -> str | None:
+        """A one-line field of the page, without control characters (they are stored
+        and printed: feedsync.terminal.clean)."""
+        value = data.get(key)
+        return (" ".join(clean(value, one_line=True).split()) or None) if value else None
+
     page_url = data.get("url")  # <link rel=canonical>, og:url, else the URL fetched
     return Article(
         text=text,
-        title=data.get("title") or None,
-        author=data.get("author") or None,
+        title=line("title"),
+        author=line("author"),
         date=data.get("date") or None,
-        language=language or data.get("language") or None,
+        language=language or line("language"),
         canonical_url=canonical_url(page_url, url) if page_url else None,
-        sitename=data.get("sitename") or None,
+        sitename=line("sitename"),
         fingerprint=fingerprint(text),
     )
 

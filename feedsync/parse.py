@@ -2,7 +2,8 @@
 
 Per entry: the canonical URL (:mod:`feedsync.canonical`, relative links resolved against
 the feed's own URL), the title with whitespace collapsed, the date in UTC (``published``,
-else ``updated``; clamped or dropped by :func:`feedsync.decide.published_date`). An
+else ``updated``; clamped or dropped by :func:`feedsync.decide.published_date`); no
+control characters in any text field (:func:`feedsync.terminal.clean`). An
 entry without a usable link or title is skipped and counted, never fatal. A document
 that is not a feed at all raises :class:`NotAFeed` with a one-line reason.
 """
@@ -20,6 +21,7 @@ import feedparser
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.records import Entry, ParsedFeed
+from feedsync.terminal import clean
 
 MAX_TITLE_CHARS = 1000
 MAX_SUMMARY_CHARS = 64 * 1024
@@ -39,7 +41,8 @@ def _struct_to_datetime(value: Any) -> datetime | None:
 
 
 def _text(value: Any) -> str:
-    return " ".join(value.split()) if isinstance(value, str) else ""
+    """A one-line field (title, author): no control characters, whitespace collapsed."""
+    return " ".join(clean(value, one_line=True).split()) if isinstance(value, str) else ""
 
 
 def skip_reason(
@@ -82,9 +85,10 @@ def _entry(raw: dict[str, Any], url: str, title: str, fetched_at: datetime) -> E
         url=url,
         title=title,
         published=published_date(raw_date, fetched_at),
-        summary=summary[:MAX_SUMMARY_CHARS] if isinstance(summary, str) else "",
+        summary=clean(summary[:MAX_SUMMARY_CHARS]) if isinstance(summary, str) else "",
         author=author,
-        guid=guid if isinstance(guid, str) and guid else None,
+        # cleaned like the rest: the same on every poll, so it still names the entry
+        guid=(clean(guid, one_line=True) or None) if isinstance(guid, str) else None,
     )
 
 

@@ -3,16 +3,45 @@
 Human output fits 80 columns (or the terminal's width, when wider); a long URL is cut in
 the middle ("https://example.com/…/article.html") and given whole in ``--json``. Colour
 only when stdout is a terminal, and never with ``NO_COLOR`` set (https://no-color.org).
+
+Text from feeds and pages goes through :func:`clean` before it is stored and again
+before it is printed: a title carrying ``ESC ] 0 ; ... BEL`` would otherwise retitle the
+user's terminal window, or worse.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from typing import TextIO
 
+# C0 controls, DEL and the C1 controls (U+0080-U+009F: U+009B is a one-character CSI to
+# a terminal that honours C1). Tab, newline and carriage return are decided per mode.
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_KEEP_LINES = str.maketrans({**dict.fromkeys(_CONTROLS), 0x09: "\t", 0x0A: "\n", 0x0D: "\n"})
+_ONE_LINE = str.maketrans({**dict.fromkeys(_CONTROLS), 0x09: " ", 0x0A: " ", 0x0D: " "})
+
 COLOURS = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "dim": "2", "bold": "1"}
+
+
+def clean(text: str, *, one_line: bool = False) -> str:
+    """``text`` without control characters, safe to store and to print.
+
+    Control characters in a feed or a page are never content, and at a terminal they are
+    commands (an OSC sequence sets the window title, a CSI moves the cursor or repaints
+    the screen): C0 (U+0000-U+001F), DEL and C1 (U+0080-U+009F) are dropped. Tab and
+    line breaks stay in multi-line text (a carriage return becomes a newline, so it can
+    not overwrite a line); with ``one_line`` (titles, authors, one line of output) they
+    become spaces, so a title can not start a line of its own.
+    """
+    if _ANY_CONTROL.search(text) is None:
+        return text  # the usual case: no copy
+    if one_line:
+        return text.translate(_ONE_LINE)
+    return text.replace("\r\n", "\n").translate(_KEEP_LINES)
 
 
 def width(stream: TextIO = sys.stdout) -> int:

@@ -39,6 +39,22 @@ def test_encodings_of_pages_come_out_right() -> None:
     assert article.title == "Über die Straße" and article.language == "de"
 
 
+def test_control_characters_in_a_page_never_reach_the_article() -> None:
+    """What the page says about itself is stored and shown by ``feedsync show``: its
+    language, author and site name carry no terminal commands."""
+    html = (
+        sitegen.article_page("Harbour wall", seed="wall", lang="en\x9b2J\x1b]0;pwned\x07")
+        .replace("Test Reporter", "Test \x9b2J\x1b]0;pwned\x07Reporter")
+        .replace("<head>", '<head><meta property="og:site_name" content="Gazette\x9b2J">')
+    )
+    article = extract_html(html.encode(), "https://e.com/wall", timeout=30)
+    fields = [article.text, article.title, article.author, article.language, article.sitename]
+    assert not [c for f in fields for c in f or "" if ord(c) < 32 and c not in "\n\t"], fields
+    assert not [c for f in fields for c in f or "" if 0x7F <= ord(c) < 0xA0], fields
+    assert article.language and article.language.startswith("en")
+    assert sitegen.prose("wall")[0] in article.text
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -117,6 +117,41 @@ def test_entries_without_link_or_title_are_skipped_and_counted() -> None:
     assert parsed.skipped == 5
 
 
+def _controls(text: str | None) -> list[str]:
+    """The control characters (C0 but tab and newline, DEL, C1) in ``text``."""
+    return [c for c in text or "" if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0]
+
+
+@pytest.mark.parametrize(
+    "esc",
+    ["\x1b", "&#27;", "&#x1B;", "\x9b"],
+    ids=["raw-esc", "decimal-reference", "hex-reference", "raw-c1-csi"],
+)
+def test_control_characters_are_dropped_from_every_text_field(esc: str) -> None:
+    """An OSC (retitles the terminal window) and a colour CSI, written raw or as
+    character references, in every field feedsync stores."""
+    evil = f"{esc}]0;pwned\x07 {esc}[31m"
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>'
+        f"<title>Channel {evil}</title><link>https://news.example.com/</link>"
+        f"<item><title>Title {evil}</title><link>https://news.example.com/a</link>"
+        f"<author>Author {evil}</author><guid>guid-{evil}</guid>"
+        f"<description>Summary {evil}</description></item></channel></rss>"
+    ).encode()
+    parsed = parse_feed(body, FEED, FETCHED, XML)
+    (entry,) = parsed.entries
+    fields = [parsed.title, entry.title, entry.author, entry.summary, entry.guid]
+    assert [_controls(f) for f in fields] == [[]] * 5, fields
+    # the text around them stays (feedparser shows a C1 character as its cp1252 glyph)
+    assert parsed.title and "]0;pwned" in parsed.title and parsed.title.startswith("Channel ")
+    for field, name in (
+        (entry.title, "Title"),
+        (entry.author, "Author"),
+        (entry.summary, "Summary"),
+    ):
+        assert field and field.startswith(name) and "]0;pwned" in field, field
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [

@@ -27,3 +27,23 @@ def test_no_colour_into_a_pipe_or_with_no_color(monkeypatch: pytest.MonkeyPatch)
     assert terminal.paint("ok", "green", io.StringIO()) == "ok"
     monkeypatch.setenv("NO_COLOR", "")
     assert terminal.paint("ok", "green", Tty()) == "ok"
+
+
+# An OSC that retitles the window, a CSI as ESC [ and as the one-character C1 CSI, a BEL,
+# a NUL, a backspace, a DEL: each a command to a terminal, none of them text.
+HOSTILE = "a\x1b]0;pwned\x07b \x1b[31mred\x9b2J\x00\x08\x7f\x85end"
+
+
+def test_clean_drops_every_control_character_and_keeps_the_text() -> None:
+    assert terminal.clean(HOSTILE) == "a]0;pwnedb [31mred2Jend"
+    every = "".join(map(chr, [*range(0x00, 0x20), *range(0x7F, 0xA0)]))
+    assert terminal.clean(every) == "\t\n\n"  # tab, newline, carriage return as newline
+    assert terminal.clean(every, one_line=True) == "   "
+    text = "Ünïcödé, 東京, emoji 🎉, NBSP\u00a0and ÿ stay as they are"
+    assert terminal.clean(text) is text  # nothing to do: no copy either
+
+
+def test_clean_keeps_lines_in_text_and_makes_one_line_of_a_title() -> None:
+    body = "First paragraph.\r\n\tSecond,\rover the first?\n"
+    assert terminal.clean(body) == "First paragraph.\n\tSecond,\nover the first?\n"
+    assert terminal.clean("Title\non\ttwo\r\nlines", one_line=True) == "Title on two  lines"
