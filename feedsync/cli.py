@@ -221,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        from feedsync.terminal import clean
+
+        reason = clean(f"{type(exc).__name__}: {exc}".splitlines()[0], one_line=True)
         print(
             f"feedsync: internal error: {reason} (run with --debug for the traceback)",
             file=sys.stderr,
@@ -336,7 +338,7 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
     entries staged; their articles come with the next run or daemon tick)."""
     import asyncio
 
-    from feedsync import progress, timestamps
+    from feedsync import progress, terminal, timestamps
     from feedsync.discover import NoFeed, find_feed
     from feedsync.pipeline import Pass
 
@@ -366,8 +368,9 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
     finally:
         storage.close()
     via = "" if found.url == url else f" (found through {url})"
+    title = terminal.clean(found.title or "untitled", one_line=True)  # the page's word
     print(
-        f"added {found.url}{via}: {found.title or 'untitled'}, {stats.staged} entries staged;"
+        f"added {found.url}{via}: {title}, {stats.staged} entries staged;"
         " their articles come with the next run"
     )
     return EXIT_OK
@@ -673,7 +676,6 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
         return EXIT_OK
     room = min(t.width(), 100)
     details = [
-        t.paint(item.title, "bold"),
         f"published  {t.short_time(item.published, 'unknown')}"
         + (f" · {item.author}" if item.author else "")
         + (f" · {item.language}" if item.language else ""),
@@ -690,9 +692,14 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
         details.append("duplicates (the same article under another URL)")
         for copy in duplicates:
             details.append(f"  {copy.url} ({copy.reason})")
-    details.append("")
-    paragraphs = [textwrap.fill(p, room) for p in item.body.split("\n") if p.strip()]
-    text = "\n".join(details) + "\n" + "\n\n".join(paragraphs) + "\n"
+    # every line of it without control characters (stored text is cleaned, but a
+    # database may predate that), then the title in bold
+    lines = [t.paint(t.clean(item.title, one_line=True), "bold")]
+    lines += [t.clean(line, one_line=True) for line in details] + [""]
+    paragraphs = [
+        textwrap.fill(t.clean(p, one_line=True), room) for p in item.body.split("\n") if p.strip()
+    ]
+    text = "\n".join(lines) + "\n" + "\n\n".join(paragraphs) + "\n"
     if sys.stdout.isatty():
         pydoc.pager(text)
     else:
@@ -803,7 +810,7 @@ def _atomic_text(path: Path) -> Any:
 
 
 def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
-    from feedsync import opml, timestamps
+    from feedsync import opml, terminal, timestamps
 
     try:
         data = args.file.read_bytes()
@@ -828,8 +835,8 @@ def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
         print(f"  already there: {feed.url}")
     if found.merged:
         print(f"  {found.merged} entries of the file repeated a feed listed before them")
-    for url in found.unusable:
-        print(f"  skipped, not an http(s) feed URL: {url}")
+    for url in found.unusable:  # as the file has it
+        print(f"  skipped, not an http(s) feed URL: {terminal.clean(url, one_line=True)}")
     if added:
         print("their entries come with the next run (or the daemon's next tick)")
     return EXIT_OK

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from feedsync import __version__
 from feedsync.canonical import canonical_url
 from feedsync.records import FeedHealth
+from feedsync.terminal import clean
 
 _XML_URL = re.compile(rb"xmlUrl\s*=", re.IGNORECASE)
 
@@ -74,9 +75,11 @@ def write(feeds: Iterable[FeedHealth], title: str = "feedsync subscriptions") ->
         return folders[path]
 
     for feed in sorted(feeds, key=lambda f: (f.category or "", f.title or f.url)):
-        name = feed.title or feed.url
+        # no control characters: the file is printed to a terminal, and XML 1.0 refuses
+        # them (another reader would reject the whole file)
+        name = clean(feed.title or feed.url, one_line=True)
         ET.SubElement(
-            folder(feed.category or ""),
+            folder(clean(feed.category or "", one_line=True)),
             "outline",
             type="rss",
             text=name,

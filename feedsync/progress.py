@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Protocol, TextIO
 
-from feedsync import logs
+from feedsync import logs, terminal
 from feedsync.records import RunStats
 
 
@@ -75,7 +75,7 @@ class PlainProgress:
         pass
 
     def problem(self, message: str, url: str | None = None) -> None:
-        print(f"feedsync: {message}", file=self._err, flush=True)
+        print(f"feedsync: {terminal.clean(message, one_line=True)}", file=self._err, flush=True)
 
     def finish(self, stats: RunStats, seconds: float) -> None:
         if self._summary:
@@ -130,7 +130,8 @@ class TerminalProgress:
         self._bars.update(self._articles, advance=1)
 
     def problem(self, message: str, url: str | None = None) -> None:
-        self._console.print(message, style="yellow", markup=False, highlight=False)
+        line = terminal.clean(message, one_line=True)
+        self._console.print(line, style="yellow", markup=False, highlight=False)
 
     def finish(self, stats: RunStats, seconds: float) -> None:
         self._bars.stop()
@@ -167,7 +168,7 @@ class LogProgress:
                 logs.LOGGER.debug(message)
                 return
             self._room.add(kind)
-        logs.LOGGER.warning(message, extra=logs.url_field(url))
+        logs.LOGGER.warning(terminal.clean(message, one_line=True), extra=logs.url_field(url))
 
     def finish(self, stats: RunStats, seconds: float) -> None:
         """A pass that found nothing (every feed 304) is not news: debug level only."""

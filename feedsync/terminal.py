@@ -61,12 +61,16 @@ def paint(text: str, colour: str, stream: TextIO = sys.stdout) -> str:
 
 
 def cut(text: str, room: int) -> str:
-    """At most ``room`` characters, an ellipsis at the end when cut."""
+    """One line of at most ``room`` characters, an ellipsis at the end when cut; without
+    control characters (:func:`clean`), which would also make the count wrong."""
+    text = clean(text, one_line=True)
     return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
 
 
 def cut_middle(text: str, room: int) -> str:
-    """At most ``room`` characters, cut in the middle: both ends of a URL stay readable."""
+    """One line of at most ``room`` characters, cut in the middle: both ends of a URL stay
+    readable. Without control characters, like :func:`cut`."""
+    text = clean(text, one_line=True)
     if len(text) <= room:
         return text
     head = (room - 1) * 2 // 3

@@ -464,3 +464,95 @@ def test_each_bad_argument_gets_one_clear_line(
     assert message in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1 and done.stdout == ""
     assert re.match(r"feedsync: (error|config error): ", done.stderr)
+
+
+# ---------------------------------------------------------------- hostile text
+
+# An OSC that retitles the terminal window (raw ESC ... BEL) and a colour CSI as an XML
+# character reference: what a hostile feed put in titles, authors and its channel title.
+OSC = "\x1b]0;pwned\x07"
+CSI_REF = "&#27;[31m"
+# what a terminal takes as a command: C0 (but tab and newline), DEL, C1
+COMMANDS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _hostile_feed(server: LocalServer) -> str:
+    page = server.set("/articles/wall", sitegen.article_page("Harbour wall", "wall"))
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>'
+        f"<title>Gazette {OSC} {CSI_REF}</title><link>{server.url('/')}</link>"
+        f"<item><title>Harbour wall {OSC} {CSI_REF} falls</title><link>{page}</link>"
+        f"<author>Reporter {OSC} {CSI_REF}</author>"
+        f"<description>Summary {OSC} {CSI_REF}</description></item></channel></rss>"
+    )
+    return server.set("/hostile.xml", body.encode(), "application/rss+xml")
+
+
+def _commands_in(printed: dict[str, str]) -> dict[str, list[str]]:
+    """The terminal commands in each command's output (none, one hopes)."""
+    return {name: found for name, out in printed.items() if (found := COMMANDS.findall(out))}
+
+
+def _printed_by_every_command(env: FeedsyncEnv) -> dict[str, str]:
+    """What news, feeds, show, search and export-opml print (stdout and stderr)."""
+    article = str(env.scalar("SELECT id FROM news"))
+    commands = [("news",), ("feeds",), ("show", article), ("search", "harbour"), ("export-opml",)]
+    printed = {}
+    for args in commands:
+        done = env.run(*args)
+        printed[" ".join(args)] = done.stdout + done.stderr
+    return printed
+
+
+def test_terminal_commands_in_a_feed_are_neither_stored_nor_printed(
+    fs: FeedsyncEnv, server: LocalServer
+) -> None:
+    fs.configure([_hostile_feed(server)])
+    fs.run("run")
+    stored = [
+        *fs.query("SELECT title FROM feeds"),
+        *fs.query("SELECT title, author, summary FROM news_summary"),
+        *fs.query("SELECT title, author, feed_title, body FROM news"),
+    ]
+    assert len(stored) == 3
+    assert not [v for row in stored for v in row if COMMANDS.search(v or "")], stored
+    printed = _printed_by_every_command(fs)
+    assert _commands_in(printed) == {}, printed
+    # the words around them are still there, to be read
+    assert "Harbour wall ]0;pwned [31m falls" in printed["news"]
+    assert "Gazette ]0;pwned [31m" in printed["feeds"]
+    assert "Reporter ]0;pwned [31m" in printed["show " + str(fs.scalar("SELECT id FROM news"))]
+    assert "Harbour wall" in printed["search harbour"]
+    assert 'title="Gazette ]0;pwned [31m"' in printed["export-opml"]
+
+
+def _dirty(path: Path) -> None:
+    """Put the OSC back into every stored text, as a feedsync older than the cleaning
+    left its database (the card's articles are in one table per month)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        columns = {"feeds": ["title"], "news_summary": ["title", "author"]}
+        for table in tables:
+            if re.fullmatch(r"news(_\d{4}_\d{2})?", table):
+                columns[table] = ["title", "author", "feed_title", "body"]
+        for table, names in columns.items():
+            if table in tables:
+                update = ", ".join(f"{n} = {n} || ?" for n in names)
+                conn.execute(f"UPDATE {table} SET {update}", [f" {OSC}\x9b2J"] * len(names))
+    conn.close()
+
+
+def test_a_database_from_before_the_cleaning_prints_no_terminal_commands(
+    fs: FeedsyncEnv, server: LocalServer
+) -> None:
+    """Defence in depth: text that reached the database with its control characters
+    (written by an older feedsync) is cleaned again on its way to the terminal."""
+    fs.configure([_hostile_feed(server)])
+    fs.run("run")
+    for path in {fs.live_path, fs.card_path}:
+        _dirty(path)
+    assert COMMANDS.search(fs.scalar("SELECT title FROM news"))  # dirty indeed
+    printed = _printed_by_every_command(fs)
+    assert _commands_in(printed) == {}, printed
+    assert "]0;pwned" in printed["news"] and "]0;pwned" in printed["export-opml"]

@@ -47,3 +47,8 @@ def test_clean_keeps_lines_in_text_and_makes_one_line_of_a_title() -> None:
     body = "First paragraph.\r\n\tSecond,\rover the first?\n"
     assert terminal.clean(body) == "First paragraph.\n\tSecond,\nover the first?\n"
     assert terminal.clean("Title\non\ttwo\r\nlines", one_line=True) == "Title on two  lines"
+
+
+def test_lines_cut_for_the_terminal_carry_no_control_characters() -> None:
+    assert terminal.cut(HOSTILE, 80) == "a]0;pwnedb [31mred2Jend"
+    assert "\x1b" not in terminal.cut_middle("https://e.com/\x1b]0;x\x07" + "a" * 100, 40)

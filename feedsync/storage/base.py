@@ -32,6 +32,7 @@ from feedsync.records import (
     StageResult,
     StorageStatus,
 )
+from feedsync.terminal import clean
 
 T = TypeVar("T")
 
@@ -678,8 +679,10 @@ def like_escape(term: str) -> str:
 
 
 def snippet(text: str, terms: list[str], marks: tuple[str, str], width: int = 120) -> str:
-    """Around the first match, the matches marked (for the scan path of search)."""
-    flat = " ".join(text.split())
+    """Around the first match, the matches marked (for the scan path of search). The text
+    is cleaned of control characters before the marks (which may be colours) go in: the
+    snippet is printed to a terminal."""
+    flat = " ".join(clean(text, one_line=True).split())
     lowered = flat.lower()
     first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
     start = max(first - width // 3, 0)
