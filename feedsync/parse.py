@@ -23,6 +23,7 @@ from feedsync.decide import published_date
 from feedsync.records import Entry, ParsedFeed
 from feedsync.terminal import clean
 
+# An entry whose title is longer is skipped; a channel title or an author is cut to it.
 MAX_TITLE_CHARS = 1000
 MAX_SUMMARY_CHARS = 64 * 1024
 
@@ -79,7 +80,7 @@ def _entry(raw: dict[str, Any], url: str, title: str, fetched_at: datetime) -> E
         dict.get(raw, "updated_parsed")
     )
     summary = raw.get("summary")
-    author = _text(raw.get("author")) or None
+    author = _text(raw.get("author"))[:MAX_TITLE_CHARS] or None
     guid = raw.get("id")
     return Entry(
         url=url,
@@ -153,7 +154,9 @@ def parse_feed(
         else:
             entries.append(_entry(raw, *usable, fetched_at))
     channel = result.get("feed", {})
-    title = _text(channel.get("title")) or None
+    # cut, not refused: the feed's entries do not depend on its name (a 1 MB one was
+    # stored whole, and printed by `feedsync feeds`)
+    title = _text(channel.get("title"))[:MAX_TITLE_CHARS] or None
     ttl = channel.get("ttl")
     minutes = int(ttl) if isinstance(ttl, str) and ttl.strip().isdigit() else None
     return ParsedFeed(

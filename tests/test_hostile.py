@@ -10,6 +10,7 @@ needs a second host (politeness is per host name).
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 import time
 import tracemalloc
@@ -22,11 +23,12 @@ from typing import Any
 import hostile
 import pytest
 import sitegen
-from conftest import Site, live_and_card, what_feedsync_sees
+from conftest import FeedsyncEnv, Site, live_and_card, what_feedsync_sees
 from sitegen import Item
 
 from feedsync import config as config_module
 from feedsync import fetch
+from feedsync.parse import MAX_TITLE_CHARS
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 from feedsync.records import RunStats
@@ -364,6 +366,24 @@ def test_absurd_entries_are_skipped_and_the_reasons_recorded(world: World, site:
         "3 entries skipped: URL too long (1), no link (1), title too long (1)"
     )
     assert "Fine" in done.titles()
+
+
+def test_a_megabyte_channel_title_is_cut_to_the_title_cap(fs: FeedsyncEnv, site: Site) -> None:
+    """Through the CLI: the feed is read, its title is stored and listed at the cap."""
+    items = f"<item><title>Fine</title><link>{site.page('fine')}</link></item>"
+    huge = "Gazette " * 125_000  # 1 MB
+    feed = site.server.set(
+        "/huge-title.xml",
+        f'<?xml version="1.0"?><rss version="2.0"><channel><title>{huge}</title>{items}'
+        "</channel></rss>",
+        "application/rss+xml",
+    )
+    fs.configure([feed])
+    fs.run("run")
+    assert fs.scalar("SELECT length(title) FROM feeds") == MAX_TITLE_CHARS
+    (listed,) = json.loads(fs.run("feeds", "--json").stdout)
+    assert listed["title"] == huge[:MAX_TITLE_CHARS] and listed["health"] == "ok"
+    assert fs.query("SELECT title FROM news") == [("Fine",)]
 
 
 # ---------------------------------------------------------------- private addresses

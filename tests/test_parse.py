@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sitegen import Item
 
 from feedsync import decide
-from feedsync.parse import NotAFeed, parse_feed
+from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, parse_feed
 from feedsync.records import ParsedFeed, StageIntent
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -115,6 +115,21 @@ def test_entries_without_link_or_title_are_skipped_and_counted() -> None:
     parsed = parse_feed(body, FEED, FETCHED, XML)
     assert [e.title for e in parsed.entries] == ["Fine"]
     assert parsed.skipped == 5
+
+
+def test_a_huge_channel_title_or_author_is_cut_to_the_title_cap() -> None:
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>'
+        f"<title>{'Channel ' * 130_000}</title><link>https://news.example.com/</link>"
+        "<item><title>Fine</title><link>https://news.example.com/fine</link>"
+        f"<author>{'Author ' * 150_000}</author></item></channel></rss>"
+    ).encode()
+    assert len(body) > 2_000_000
+    parsed = parse_feed(body, FEED, FETCHED, XML)
+    (entry,) = parsed.entries
+    assert parsed.title and len(parsed.title) == MAX_TITLE_CHARS
+    assert parsed.title.startswith("Channel Channel")
+    assert entry.author and len(entry.author) == MAX_TITLE_CHARS
 
 
 def _controls(text: str | None) -> list[str]:
