@@ -94,6 +94,31 @@ def _entry(raw: dict[str, Any], url: str, title: str, fetched_at: datetime) -> E
 
 
 _XML_DECLARATION = re.compile(rb"^\s*(?:\xef\xbb\xbf)?<\?xml.*?\?>", re.DOTALL)
+_CHARACTER_REFERENCE = re.compile(rb"&#(?:[xX]([0-9a-fA-F]+)|([0-9]+));")
+
+
+def _character_or_nothing(match: re.Match[bytes]) -> bytes:
+    """A numeric character reference as it is, or nothing when it names no character: a
+    surrogate (U+D800-U+DFFF) or a number beyond U+10FFFF."""
+    hex_digits, digits = match.groups()
+    number = (hex_digits or digits).lstrip(b"0")
+    if len(number) > 8:  # beyond any code point, and int() of a huge one is slow
+        return b""
+    value = int(number or b"0", 16 if hex_digits else 10)
+    return b"" if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF else match.group(0)
+
+
+def _without_impossible_characters(body: bytes) -> bytes:
+    """``body`` without the character references that name no character.
+
+    One ``&#xD800;`` in one title made feedparser's lenient parser crash (it encodes
+    ``chr(0xD800)``, which cannot be), and with it the whole feed; ``&#x110000;`` too.
+    Such a character is dropped, and the rest of its entry and of the feed is read.
+    Matched in the bytes: any ASCII-compatible encoding spells a reference the same way.
+    """
+    if b"&#" not in body:
+        return body
+    return _CHARACTER_REFERENCE.sub(_character_or_nothing, body)
 
 
 def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
@@ -104,6 +129,7 @@ def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
     headers = {"content-location": url}
     if content_type:
         headers["content-type"] = content_type
+    body = _without_impossible_characters(body)
     try:
         return feedparser.parse(body, response_headers=headers)
     except Exception as first:  # feedparser's own bug on hostile input

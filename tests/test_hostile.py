@@ -386,6 +386,27 @@ def test_a_megabyte_channel_title_is_cut_to_the_title_cap(fs: FeedsyncEnv, site:
     assert fs.query("SELECT title FROM news") == [("Fine",)]
 
 
+def test_one_lone_surrogate_costs_one_character_not_the_feed(fs: FeedsyncEnv, site: Site) -> None:
+    """Through ``feedsync run``: one ``&#xD800;`` in one title made the whole feed
+    "unreadable"; now that character is dropped and every entry lands."""
+    items = "".join(
+        f"<item><title>{title}</title><link>{site.page(slug)}</link></item>"
+        for title, slug in [("Before", "before"), ("Lone &#xD800; one", "lone"), ("After", "after")]
+    )
+    feed = site.server.set(
+        "/surrogate.xml",
+        f'<?xml version="1.0"?><rss version="2.0"><channel><title>S</title>{items}</channel></rss>',
+        "application/rss+xml",
+    )
+    fs.configure([feed])
+    done = fs.run("run")
+    assert "unreadable" not in done.stderr + done.stdout
+    assert fs.query("SELECT error_count, last_error FROM feeds") == [(0, None)]
+    assert {r[0] for r in fs.query("SELECT title FROM news")} == {"Before", "Lone one", "After"}
+    (listed,) = json.loads(fs.run("feeds", "--json").stdout)
+    assert listed["health"] == "ok"
+
+
 # ---------------------------------------------------------------- private addresses
 
 

@@ -132,6 +132,23 @@ def test_a_huge_channel_title_or_author_is_cut_to_the_title_cap() -> None:
     assert entry.author and len(entry.author) == MAX_TITLE_CHARS
 
 
+@pytest.mark.parametrize(
+    "reference", ["&#xD800;", "&#55296;", "&#xdfff;", "&#x110000;", "&#99999999999999999999;"]
+)
+def test_a_reference_to_no_character_is_dropped_and_the_feed_read(reference: str) -> None:
+    """A surrogate or a number beyond Unicode, as a character reference: feedparser
+    crashed on it and the whole feed was refused as unreadable."""
+    body = rss(
+        f"<item><title>Bad {reference} title</title><link>https://news.example.com/bad</link>"
+        f"<description>one {reference} two</description></item>"
+        "<item><title>Fine &#x263A; &#233;</title><link>https://news.example.com/fine</link>"
+        "</item>"
+    )
+    parsed = parse_feed(body, FEED, FETCHED, XML)
+    assert [e.title for e in parsed.entries] == ["Bad title", "Fine ☺ é"]
+    assert parsed.entries[0].summary == "one  two"
+
+
 def _controls(text: str | None) -> list[str]:
     """The control characters (C0 but tab and newline, DEL, C1) in ``text``."""
     return [c for c in text or "" if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0]
