@@ -122,12 +122,44 @@ def page_encoding(body: bytes, content_type: str | None) -> str | None:
     return None
 
 
+# A character reference to a control character: &#1; ... &#31; (but tab, newline and
+# carriage return), &#127;, in decimal or hex. Up to two hex or three decimal digits
+# after leading zeros; the value is checked by _names_control.
+_CONTROL_REFERENCE = r"&#(?:[xX]0*([0-9a-fA-F]{1,2})|0*([0-9]{1,3}));"
+_CONTROL_REFERENCE_TEXT = re.compile(_CONTROL_REFERENCE)
+_CONTROL_REFERENCE_BYTES = re.compile(_CONTROL_REFERENCE.encode())
+_WHITE_SPACE = (0x09, 0x0A, 0x0D)
+
+
+def _names_control(hex_digits: str | bytes | None, digits: str | bytes | None) -> bool:
+    value = int(hex_digits, 16) if hex_digits else int(digits or b"0")
+    return (value < 0x20 and value not in _WHITE_SPACE) or value == 0x7F
+
+
+def without_control_references(page: bytes | str) -> bytes | str:
+    """``page`` without its character references to control characters.
+
+    One ``&#27;`` anywhere in a page made lxml's HTML parser give up on the rest of the
+    document, and trafilatura found no article ("no article text found"): such a
+    reference is never text, so it goes before parsing. In bytes too: any
+    ASCII-compatible encoding spells a reference alike. References to C1 (``&#x9b;``)
+    stay: HTML reads them as their windows-1252 characters (``›``).
+    """
+    if isinstance(page, str):
+        return _CONTROL_REFERENCE_TEXT.sub(
+            lambda m: "" if _names_control(*m.groups()) else m.group(0), page
+        )
+    return _CONTROL_REFERENCE_BYTES.sub(
+        lambda m: b"" if _names_control(*m.groups()) else m.group(0), page
+    )
+
+
 def extract_html(html: bytes, url: str, timeout: float, content_type: str | None = None) -> Article:
     """Extract one page (runs in a worker process). Raises ExtractError."""
     import trafilatura  # here, not at the top: only workers pay for it
 
     encoding = page_encoding(html, content_type)
-    page: bytes | str = html.decode(encoding) if encoding else html
+    page = without_control_references(html.decode(encoding) if encoding else html)
     try:
         with _deadline(timeout):
             tree = trafilatura.load_html(page)

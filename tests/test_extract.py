@@ -55,6 +55,24 @@ def test_control_characters_in_a_page_never_reach_the_article() -> None:
     assert sitegen.prose("wall")[0] in article.text
 
 
+@pytest.mark.parametrize("charset", ["utf-8", "iso-8859-1"])
+def test_a_page_with_references_to_control_characters_gives_its_text(charset: str) -> None:
+    """``&#1;`` ... ``&#27;`` in a page made lxml give up and the article was lost."""
+    references = "".join(f"&#{n};" for n in range(1, 28)) + "&#x1B;[31m&#X7f;&#0027;"
+    html = (
+        # not UTF-8 in ISO-8859-1: decoded by feedsync, not by trafilatura
+        sitegen.article_page("Hafenmauer in Köln", seed="wall", charset=charset)
+        .replace("<title>", f"<title>{references}")
+        .replace("<p>", f"<p>{references} ", 3)
+    )
+    article = extract_html(html.encode(charset), "https://e.com/wall", timeout=30)
+    for paragraph in sitegen.prose("wall"):
+        assert paragraph in article.text
+    assert not [c for c in article.text if ord(c) < 32 and c not in "\n\t"]
+    assert "[31m" in article.text  # the text around a reference stays
+    assert article.title and article.title.endswith("Hafenmauer in Köln")
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -407,6 +407,25 @@ def test_one_lone_surrogate_costs_one_character_not_the_feed(fs: FeedsyncEnv, si
     assert listed["health"] == "ok"
 
 
+def test_a_page_with_references_to_control_characters_lands_with_its_text(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Through the CLI: ``&#1;`` ... ``&#27;`` in an article page made extraction find
+    no text, and the article was retried until given up."""
+    references = "".join(f"&#{n};" for n in range(1, 28))
+    page = sitegen.article_page("Harbour wall", seed="wall").replace(
+        "<p>", f"<p>{references}&#x1b;]0;pwned&#7; ", 2
+    )
+    url = site.server.set("/articles/wall", page, "text/html; charset=utf-8")
+    fs.configure([site.feed("wall.xml", [Item("Harbour wall", url)])])
+    done = fs.run("run")
+    assert "1 articles extracted (0 failed" in done.stdout, done.stdout + done.stderr
+    article = fs.query("SELECT id, body FROM news")
+    assert len(article) == 1 and sitegen.prose("wall")[2] in article[0][1]
+    shown = fs.run("show", str(article[0][0])).stdout
+    assert sitegen.prose("wall")[2][:60] in shown and "\x1b" not in shown
+
+
 # ---------------------------------------------------------------- private addresses
 
 
