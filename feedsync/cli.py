@@ -197,8 +197,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """What is wrong with the first text argument that is not valid UTF-8, or None.
+
+    Python hands such bytes over as lone surrogates (PEP 383), which no database or
+    output stream takes: ``feedsync search`` ended in an internal error. Refused, not
+    searched for in part: stored text is all valid Unicode, so those bytes match nothing,
+    and a search for what is left ("caf" of a Latin-1 "café") would answer a question not
+    asked. The likely cause is a terminal or script not in UTF-8, which the message names.
+    File names (``--config``, ``--output``...) may be any bytes and are not checked.
+    """
+    for name, value in vars(args).items():
+        texts = value if isinstance(value, list) else [value]
+        if name == "config" or not all(isinstance(t, str) for t in texts):
+            continue
+        text = " ".join(texts)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            what = "the search query" if name == "query" else f"the {name} argument"
+            raw = os.fsencode(text)
+            return f"{what} is not valid UTF-8 ({raw!r}): is the terminal or script in UTF-8?"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = _not_utf8(args)
+    if problem is not None:
+        parser.error(problem)
     from feedsync.config import ConfigError
     from feedsync.storage import StorageError
 

@@ -70,6 +70,29 @@ def test_bad_arguments_get_one_line_and_exit_2(fs: FeedsyncEnv, site: Site) -> N
     assert "is listed in" in done.stderr and str(fs.config_path) in done.stderr
 
 
+def test_arguments_that_are_not_utf8_get_one_line_and_exit_2(fs: FeedsyncEnv, site: Site) -> None:
+    """Bytes that are not UTF-8 in argv (a Latin-1 terminal, a script): the search and
+    --feed ended in an internal error (exit 1)."""
+    fs.configure([site.feed("f.xml", [Item("Café opens", site.page("cafe"))])])
+    fs.run("run")
+    cases: dict[tuple[str | bytes, ...], str] = {
+        ("search", b"\xff\xfe"): "the search query is not valid UTF-8 (b'\\xff\\xfe')",
+        ("search", "opens", b"caf\xe9"): "the search query is not valid UTF-8 (b'opens caf\\xe9')",
+        ("news", "--feed", b"\xff"): "the feed argument is not valid UTF-8",
+        ("show", b"\xff"): "the article argument is not valid UTF-8",
+    }
+    for args, message in cases.items():
+        done = subprocess.run(
+            [*fs.command(), *args], capture_output=True, env=cli_env(fs.root / "home")
+        )
+        err = done.stderr.decode()
+        assert done.returncode == 2 and done.stdout == b"", (args, done)
+        assert err.startswith("feedsync: error: ") and message in err, (args, err)
+        assert err.count("\n") == 1 and "internal error" not in err, (args, err)
+    # the same search in UTF-8 finds the article
+    assert "Café opens" in fs.run("search", "opens", "café").stdout
+
+
 def test_storage_failures_exit_3_with_one_line(fs: FeedsyncEnv) -> None:
     fs.db_path.parent.mkdir(parents=True)
     fs.db_path.write_bytes(b"definitely not a database" * 200)
