@@ -304,7 +304,11 @@ class HostGate:
         self.not_before: dict[str, float] = dict(not_before or {})
 
     def blocked(self, host: str) -> bool:
-        return self.not_before.get(host, 0.0) > time.monotonic()
+        return self.blocked_for(host) > 0
+
+    def blocked_for(self, host: str) -> float:
+        """Seconds left of the host's block (zero or less: none)."""
+        return self.not_before.get(host, 0.0) - time.monotonic()
 
     def block(self, host: str, seconds: float) -> None:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)

@@ -248,14 +248,20 @@ class Pass:
 
     async def _host_refused(self, host: str, error: fetch.FetchError) -> timedelta:
         """429/503: leave the host alone (Retry-After, capped, or doubling), in this pass
-        and, through the database, in every other process."""
+        and, through the database, in every other process. A refusal while a block is
+        in force (requests in flight together) is part of that block, not a further one
+        (decide.host_block)."""
+        left = timedelta(seconds=self._gate.blocked_for(host))
         count = self._host_backoff.get(host, 0)
-        wait = decide.host_wait(count, error.retry_after, self.config.fetch.max_retry_after)
-        self._gate.block(host, wait.total_seconds())
-        self._host_backoff[host] = count + 1
-        until = timestamps.to_iso(self.clock() + wait)
-        await self._on_lane(self.storage.host_wait, host, until, count + 1, str(error))
-        return wait
+        block = decide.host_block(left, count, error.retry_after, self.config.fetch.max_retry_after)
+        if block.backoff_count != count or block.wait > left:
+            self._gate.block(host, block.wait.total_seconds())
+            self._host_backoff[host] = block.backoff_count
+            until = timestamps.to_iso(self.clock() + block.wait)
+            await self._on_lane(
+                self.storage.host_wait, host, until, block.backoff_count, str(error)
+            )
+        return block.wait
 
     async def _host_answered(self, host: str) -> None:
         if self._host_backoff.pop(host, None) is not None:
