@@ -268,15 +268,29 @@ class SharedHosts(Protocol):
 # Asking again for a turn while another process holds every slot of a host: from this
 # wait, doubling, up to the last (each ask is one short write transaction).
 SHARED_RETRY_S = (0.05, 0.5)
-# Waking up this much after a shared turn's start is late (see HostGate._start_on_time),
+# Sending this much after a shared turn's start is late (see HostGate._turn_and_total),
 # and how many times a late turn is taken again before going ahead anyway.
 LATE_S = 0.02
 LATE_RETRIES = 3
 
 
+class HostBlocked(Exception):
+    """Raised by :meth:`HostGate.slot` instead of a go: the host said 429/503 while this
+    request waited for its turn. Nothing was sent; the feed or article waits for the end
+    of the block, no attempt spent."""
+
+
 class HostGate:
-    """Per host: at most ``per_host`` requests at once, ``delay`` between two starts, and
-    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall.
+    """Per host: at most ``per_host`` requests at once, ``delay`` between two starts,
+    and nothing at all before ``not_before`` (a host that said 429/503). ``total``
+    requests in flight overall.
+
+    A request queues for its host first (the host's slot and turn) and only then for one
+    of the ``total`` slots, so a request waiting for its host holds nothing other hosts
+    need: one busy host (thirty feeds, a ``delay`` apart) does not keep the others
+    waiting. Whether the host may still be asked is checked once the turn has come, right
+    before sending: a 429/503 that another request met meanwhile sends every request
+    still queued for the host back unsent (:class:`HostBlocked`).
 
     In this process the semaphores are the fast local layer. With ``shared``, the cap and
     the delay also hold across processes: each request takes the host's turn from the
@@ -315,43 +329,108 @@ class HostGate:
 
     @asynccontextmanager
     async def slot(
-        self, host: str, first: Callable[[], Awaitable[bool]] | None = None
+        self,
+        host: str,
+        first: Callable[[], Awaitable[bool]] | None = None,
+        ready: Callable[[], Awaitable[object]] | None = None,
     ) -> AsyncIterator[bool]:
         """The right to start one request to ``host`` now, until the block ends.
-        ``first``: run once the local slot is ours, before the shared turn is taken; when
+
+        ``first``: run once the host's local slot is ours, before the turn is taken; when
         it says False (a feed another process is polling) the block gets False and no
-        turn is spent."""
-        async with self._total, self._per_host[host]:
+        turn is spent. ``ready``: what else the request needs before it goes (a feed: room
+        in memory for its body, the caller's to give back), awaited with the global slot
+        once the turn has come: waiting for the host holds none of it either.
+
+        Raises :class:`HostBlocked` instead of a go (see the class)."""
+        async with self._per_host[host]:
+            if self.blocked(host):  # blocked while queued: not even `first`
+                raise HostBlocked(host)
             if first is not None and not await first():
                 yield False
                 return
-            if self._shared is None:
-                if self._delay:
-                    async with self._locks[host]:
-                        wait = self._next_start.get(host, 0.0) - time.monotonic()
-                        if wait > 0:
-                            await asyncio.sleep(wait)
-                        self._next_start[host] = time.monotonic() + self._delay
+            async with self._turn_and_total(host, ready):
+                if self.blocked(host):  # the turn took time: what other requests met
+                    raise HostBlocked(host)
                 yield True
-                return
-            shared = self._shared
-            number = await self._start_on_time(shared, host)
-            # Most requests end long before the first renewal is due: a timer costs them
-            # less than a task each; only a slow request gets the renewing task.
-            keeper: list[asyncio.Task[None]] = []
-            timer = asyncio.get_running_loop().call_later(
-                shared.renew_every,
-                lambda: keeper.append(asyncio.create_task(self._keep(shared, host, number))),
-            )
+
+    @asynccontextmanager
+    async def _turn_and_total(
+        self, host: str, ready: Callable[[], Awaitable[object]] | None
+    ) -> AsyncIterator[None]:
+        """The host's turn, waited for, then a slot of ``total`` (and ``ready``), held
+        until the block ends. The global slot comes last: waiting for a turn holds none.
+
+        Shared: a turn from the database. A request that gets to send late (a busy
+        machine, its event loop held up, every global slot in use) would start closer
+        than ``delay`` to the next poller's start, reserved meanwhile: it gives the turn
+        back and takes a new one, keeping its global slot."""
+        shared = self._shared
+        if shared is None:
+            await self._local_turn(host, ready)
             try:
-                yield True
+                yield
             finally:
-                timer.cancel()
-                for task in keeper:
-                    task.cancel()
-                if keeper:
-                    await asyncio.wait(keeper)
-                await shared.give_back(host, number)
+                self._total.release()
+            return
+        holding = False
+        try:
+            for attempt in range(LATE_RETRIES + 1):
+                number, wait = await self._turn(shared, host)
+                async with self._leased(shared, host, number):
+                    due = time.monotonic() + max(wait, 0.0)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    if not holding:
+                        await self._total.acquire()
+                        holding = True
+                        if ready is not None:
+                            await ready()
+                    late = time.monotonic() - due > LATE_S
+                    if not self._delay or not late or attempt == LATE_RETRIES:
+                        yield
+                        return
+        finally:
+            if holding:
+                self._total.release()
+
+    async def _local_turn(self, host: str, ready: Callable[[], Awaitable[object]] | None) -> None:
+        """This process's own spacing of the host's starts, then a slot of ``total`` and
+        ``ready``; the next start is counted from the moment this one may really go."""
+        async with self._locks[host]:
+            wait = self._next_start.get(host, 0.0) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            await self._total.acquire()
+            try:
+                if ready is not None:
+                    await ready()
+            except BaseException:
+                self._total.release()
+                raise
+            if self._delay:
+                self._next_start[host] = time.monotonic() + self._delay
+
+    @staticmethod
+    @asynccontextmanager
+    async def _leased(shared: SharedHosts, host: str, number: int) -> AsyncIterator[None]:
+        """The host's shared slot ``number``, its lease kept running until the block ends,
+        then given back. Most requests end long before the first renewal is due: a timer
+        costs them less than a task each; only a slow one gets the renewing task."""
+        keeper: list[asyncio.Task[None]] = []
+        timer = asyncio.get_running_loop().call_later(
+            shared.renew_every,
+            lambda: keeper.append(asyncio.create_task(HostGate._keep(shared, host, number))),
+        )
+        try:
+            yield
+        finally:
+            timer.cancel()
+            for task in keeper:
+                task.cancel()
+            if keeper:
+                await asyncio.wait(keeper)
+            await shared.give_back(host, number)
 
     @staticmethod
     async def _keep(shared: SharedHosts, host: str, number: int) -> None:
@@ -360,20 +439,6 @@ class HostGate:
         while True:
             await shared.renew(host, number)
             await asyncio.sleep(shared.renew_every)
-
-    async def _start_on_time(self, shared: SharedHosts, host: str) -> int:
-        """A shared turn, slept until its start. A process that wakes up late (a busy
-        machine, its event loop held up) would send closer than ``delay`` to the next
-        poller's start, reserved meanwhile: it gives the turn back and takes a new one."""
-        for attempt in range(LATE_RETRIES + 1):
-            number, wait = await self._turn(shared, host)
-            due = time.monotonic() + max(wait, 0.0)
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if not self._delay or time.monotonic() - due <= LATE_S or attempt == LATE_RETRIES:
-                return number
-            await shared.give_back(host, number)
-        raise AssertionError("unreachable")
 
     @staticmethod
     async def _turn(shared: SharedHosts, host: str) -> tuple[int, float]:

@@ -290,12 +290,15 @@ class Pass:
             self.stats.deferred += 1
             self.progress.feed_done(0)
             return
-        async with in_memory:
+        async with contextlib.AsyncExitStack() as memory:
             try:
                 # the claim before the host's turn: a feed another process is polling
-                # spends no slot and no start of the host's
+                # spends no slot and no start of the host's; room for the body once the
+                # turn has come: a feed waiting for its host holds none
                 async with self._gate.slot(
-                    host, first=lambda: self._on_lane(self._claim_feed, feed)
+                    host,
+                    first=lambda: self._on_lane(self._claim_feed, feed),
+                    ready=lambda: memory.enter_async_context(in_memory),
                 ) as claimed:
                     if not claimed:
                         self.stats.busy += 1  # another process is polling it right now
@@ -310,6 +313,11 @@ class Pass:
                         etag=feed.etag,
                         last_modified=feed.last_modified,
                     )
+            except fetch.HostBlocked:  # it said 429/503 while this feed waited for its turn
+                await self._on_lane(self.storage.release_feed, feed.id, self.owner)
+                self.stats.deferred += 1
+                self.progress.feed_done(0)
+                return
             except fetch.FetchError as exc:
                 hint = exc.retry_after
                 if exc.host_busy:
@@ -538,6 +546,9 @@ class Pass:
             if kind not in HTML_TYPES:
                 raise ExtractError(f"not an HTML page ({kind}): skipped", permanent=True)
             article = await self._extractor.extract(page.body, page.url, page.content_type)
+        except fetch.HostBlocked:  # it said 429/503 while this one waited for its turn
+            await self._on_lane(self.storage.release_job, job.id, self.owner)
+            self.stats.deferred += 1
         except fetch.FetchError as exc:
             if exc.host_busy:
                 await self._host_refused(host, exc)
