@@ -50,6 +50,7 @@ import httpcore
 import httpx
 
 from feedsync import __version__
+from feedsync.canonical import host_of
 from feedsync.config import DEFAULT_USER_AGENT
 
 MAX_REDIRECTS = 5
@@ -67,7 +68,10 @@ class FetchError(Exception):
 
     ``permanent``: asking again will not help (410 Gone, a refused private address).
     ``retry_after``: the server's Retry-After. ``host_busy``: 429/503, the host asks us to
-    slow down (not the fault of this feed or article).
+    slow down (not the fault of this feed or article). ``unreachable``: the host that
+    could not be reached (its name did not resolve, it refused the connection): not the
+    fault of this feed or article either, and no request to that host will fare better
+    for a while (:class:`HostGate` settles the others of the pass with this reason).
     """
 
     def __init__(
@@ -77,11 +81,13 @@ class FetchError(Exception):
         permanent: bool = False,
         status: int | None = None,
         retry_after: timedelta | None = None,
+        unreachable: str | None = None,
     ):
         super().__init__(reason)
         self.permanent = permanent
         self.status = status
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
     @property
     def host_busy(self) -> bool:
@@ -282,15 +288,17 @@ class HostBlocked(Exception):
 
 class HostGate:
     """Per host: at most ``per_host`` requests at once, ``delay`` between two starts,
-    and nothing at all before ``not_before`` (a host that said 429/503). ``total``
-    requests in flight overall.
+    nothing at all before ``not_before`` (a host that said 429/503), and nothing more once
+    it could not be reached in this pass. ``total`` requests in flight overall.
 
     A request queues for its host first (the host's slot and turn) and only then for one
     of the ``total`` slots, so a request waiting for its host holds nothing other hosts
     need: one busy host (thirty feeds, a ``delay`` apart) does not keep the others
     waiting. Whether the host may still be asked is checked once the turn has come, right
-    before sending: a 429/503 that another request met meanwhile sends every request
-    still queued for the host back unsent (:class:`HostBlocked`).
+    before sending: a 429/503, or a failure to reach the host, that another request met
+    meanwhile settles every request still queued for it, with no turn and no network
+    spent on them (a block: :class:`HostBlocked`; an unreachable host: the
+    :class:`FetchError` it gave, marked "not tried").
 
     In this process the semaphores are the fast local layer. With ``shared``, the cap and
     the delay also hold across processes: each request takes the host's turn from the
@@ -316,6 +324,8 @@ class HostGate:
         self._shared = shared
         # monotonic times before which a host must not be asked
         self.not_before: dict[str, float] = dict(not_before or {})
+        # hosts that could not be reached in this pass: the reason
+        self.unreachable: dict[str, str] = {}
 
     def blocked(self, host: str) -> bool:
         return self.blocked_for(host) > 0
@@ -326,6 +336,17 @@ class HostGate:
 
     def block(self, host: str, seconds: float) -> None:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
+
+    def _may_send(self, host: str) -> None:
+        """Raise instead of letting a request go to a host that said 429/503 or that could
+        not be reached in this pass."""
+        if self.blocked(host):
+            raise HostBlocked(host)
+        if host in self.unreachable:
+            raise FetchError(
+                f"{self.unreachable[host]} (not tried: {host} could not be reached "
+                "earlier in this pass)"
+            )
 
     @asynccontextmanager
     async def slot(
@@ -342,17 +363,24 @@ class HostGate:
         in memory for its body, the caller's to give back), awaited with the global slot
         once the turn has come: waiting for the host holds none of it either.
 
-        Raises :class:`HostBlocked` instead of a go (see the class)."""
+        Raises :class:`HostBlocked`, or the :class:`FetchError` of an unreachable host,
+        instead of a go (see the class); a :class:`FetchError` from the block that says
+        the host is unreachable settles the host's other requests of the pass."""
         async with self._per_host[host]:
             if self.blocked(host):  # blocked while queued: not even `first`
                 raise HostBlocked(host)
             if first is not None and not await first():
                 yield False
                 return
+            self._may_send(host)
             async with self._turn_and_total(host, ready):
-                if self.blocked(host):  # the turn took time: what other requests met
-                    raise HostBlocked(host)
-                yield True
+                self._may_send(host)  # the turn took time: what other requests met meanwhile
+                try:
+                    yield True
+                except FetchError as exc:
+                    if exc.unreachable and exc.unreachable not in self.unreachable:
+                        self.unreachable[exc.unreachable] = str(exc)
+                    raise
 
     @asynccontextmanager
     async def _turn_and_total(
@@ -584,9 +612,18 @@ async def get(
     except httpx.ConnectError as exc:
         if isinstance(exc.__cause__, PrivateAddressRefused):
             raise FetchError(str(exc.__cause__), permanent=True) from None
-        raise FetchError(_describe(exc, deadline)) from None
+        raise FetchError(_describe(exc, deadline), unreachable=_failed_host(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
+
+
+def _failed_host(exc: httpx.ConnectError) -> str | None:
+    """The host a connection failed to: that of the hop that failed (a redirect may lead
+    from a live host to a dead one), spelled as the gate's keys are (``host_of``)."""
+    try:
+        return host_of(str(exc.request.url)) or None
+    except RuntimeError:  # httpx sets the request on what it raises; just in case
+        return None
 
 
 async def _get(

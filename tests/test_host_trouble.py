@@ -1,6 +1,6 @@
 """A host in trouble within one pass, through the real ``feedsync run``: a host that says
 429 is asked nothing more in that pass and backs off once, a busy host does not keep the
-others waiting.
+others waiting, an unreachable host is tried once and all its work settled.
 
 Two host names reach the one loopback server (politeness is per host name): 127.0.0.1
 and `localhost`. The server notes the order in which requests arrive; the assertions are
@@ -9,8 +9,10 @@ on that order, on request counts and on what the database records, never on dura
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 
@@ -156,3 +158,54 @@ def test_a_busy_host_does_not_keep_another_hosts_feed_waiting(fs: FeedsyncEnv, s
         "/feeds/other.xml",
     }
     assert order.index("/feeds/other.xml") < 15, order
+
+
+# ---------------------------------------------------------------- an unreachable host
+
+
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections: bound, never listening (held for
+    the test, so no other process can take it meanwhile)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+def tried(rows: list[tuple[str]]) -> int:
+    """How many of these last_errors come from a request really sent."""
+    return sum(1 for (error,) in rows if "not tried" not in error)
+
+
+def test_an_unreachable_host_is_tried_once_and_all_its_work_settled(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """A host that refuses connections and a name that does not resolve (.invalid never
+    does, no network needed): each is tried once in the pass; every one of its feeds and
+    articles is recorded failed with the reason, to be retried later as any failure."""
+    with refused_port() as port:
+        refused = [f"http://localhost:{port}/articles/r{n}" for n in range(6)]
+        nowhere = [f"http://name.invalid/articles/n{n}" for n in range(6)]
+        items = [
+            Item(f"Story {n}", url, NOW - timedelta(minutes=n))
+            for n, url in enumerate(refused + nowhere)
+        ]
+        feed = site.feed("f.xml", items)
+        dead_feeds = ["http://name.invalid/feeds/a.xml", "http://name.invalid/feeds/b.xml"]
+        # per_host 1: the next request to a host starts only once the last one is over
+        fs.configure([feed, *dead_feeds], poll={"per_host": 1})
+
+        stats = fs.run_json()
+
+    assert stats["extract_failed"] == 12 and stats["feed_errors"] == 2, stats
+    articles = fs.query("SELECT url, state, attempts, last_error FROM news_summary")
+    assert len(articles) == 12
+    assert all(state == "failed" and attempts == 1 for _, state, attempts, _ in articles)
+    assert all(error.startswith("cannot connect") for _, _, _, error in articles), articles
+    feeds = fs.query("SELECT last_error, error_count FROM feeds WHERE url LIKE '%name.invalid%'")
+    assert len(feeds) == 2 and all(count == 1 for _, count in feeds)
+    assert all("cannot resolve name.invalid" in error for error, _ in feeds), feeds
+    on_refused = [(e,) for url, _, _, e in articles if url.startswith("http://localhost")]
+    on_nowhere = [(e,) for url, _, _, e in articles if "name.invalid" in url]
+    assert tried(on_refused) == 1, on_refused
+    assert tried(on_nowhere + [(e,) for e, _ in feeds]) == 1, (on_nowhere, feeds)
