@@ -180,6 +180,32 @@ def host_wait(backoff_count: int, retry_after: timedelta | None, cap: timedelta)
 
 
 @dataclass(frozen=True)
+class HostBlock:
+    """A host left alone for ``wait`` from now, ``backoff_count`` blocks in a row."""
+
+    wait: timedelta
+    backoff_count: int
+
+
+def host_block(
+    left: timedelta, backoff_count: int, retry_after: timedelta | None, cap: timedelta
+) -> HostBlock:
+    """The block a 429 or 503 puts on a host, given what is ``left`` of the block in force
+    (zero or less: none) and the host's ``backoff_count`` (blocks in a row so far).
+
+    Requests in flight together are refused together: a refusal that comes while a block
+    is in force belongs to that block. It may make it longer (its own Retry-After), never
+    a step further in the backoff, or one plain 429 answered to two requests at once, or
+    to a queue of them, would cost the host 2, 4, ... minutes, up to the cap, instead of
+    one. Only a refusal once the block is over (the host was asked again, and still says
+    no) is a new block, a step further: ``host_wait``."""
+    if left > timedelta(0):
+        asked = min(retry_after, cap) if retry_after is not None else timedelta(0)
+        return HostBlock(max(left, asked), backoff_count)
+    return HostBlock(host_wait(backoff_count, retry_after, cap), backoff_count + 1)
+
+
+@dataclass(frozen=True)
 class HostTurn:
     """A request to a host, granted across every process on the database: ``slot`` of the
     host's ``per_host`` concurrency slots, to start at ``start`` (seconds since the epoch,

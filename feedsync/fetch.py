@@ -50,6 +50,7 @@ import httpcore
 import httpx
 
 from feedsync import __version__
+from feedsync.canonical import host_of
 from feedsync.config import DEFAULT_USER_AGENT
 
 MAX_REDIRECTS = 5
@@ -67,7 +68,10 @@ class FetchError(Exception):
 
     ``permanent``: asking again will not help (410 Gone, a refused private address).
     ``retry_after``: the server's Retry-After. ``host_busy``: 429/503, the host asks us to
-    slow down (not the fault of this feed or article).
+    slow down (not the fault of this feed or article). ``unreachable``: the host that
+    could not be reached (its name did not resolve, it refused the connection): not the
+    fault of this feed or article either, and no request to that host will fare better
+    for a while (:class:`HostGate` settles the others of the pass with this reason).
     """
 
     def __init__(
@@ -77,11 +81,13 @@ class FetchError(Exception):
         permanent: bool = False,
         status: int | None = None,
         retry_after: timedelta | None = None,
+        unreachable: str | None = None,
     ):
         super().__init__(reason)
         self.permanent = permanent
         self.status = status
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
     @property
     def host_busy(self) -> bool:
@@ -268,15 +274,31 @@ class SharedHosts(Protocol):
 # Asking again for a turn while another process holds every slot of a host: from this
 # wait, doubling, up to the last (each ask is one short write transaction).
 SHARED_RETRY_S = (0.05, 0.5)
-# Waking up this much after a shared turn's start is late (see HostGate._start_on_time),
+# Sending this much after a shared turn's start is late (see HostGate._turn_and_total),
 # and how many times a late turn is taken again before going ahead anyway.
 LATE_S = 0.02
 LATE_RETRIES = 3
 
 
+class HostBlocked(Exception):
+    """Raised by :meth:`HostGate.slot` instead of a go: the host said 429/503 while this
+    request waited for its turn. Nothing was sent; the feed or article waits for the end
+    of the block, no attempt spent."""
+
+
 class HostGate:
-    """Per host: at most ``per_host`` requests at once, ``delay`` between two starts, and
-    nothing at all before ``not_before`` (a host that said 429/503). ``total`` overall.
+    """Per host: at most ``per_host`` requests at once, ``delay`` between two starts,
+    nothing at all before ``not_before`` (a host that said 429/503), and nothing more once
+    it could not be reached in this pass. ``total`` requests in flight overall.
+
+    A request queues for its host first (the host's slot and turn) and only then for one
+    of the ``total`` slots, so a request waiting for its host holds nothing other hosts
+    need: one busy host (thirty feeds, a ``delay`` apart) does not keep the others
+    waiting. Whether the host may still be asked is checked once the turn has come, right
+    before sending: a 429/503, or a failure to reach the host, that another request met
+    meanwhile settles every request still queued for it, with no turn and no network
+    spent on them (a block: :class:`HostBlocked`; an unreachable host: the
+    :class:`FetchError` it gave, marked "not tried").
 
     In this process the semaphores are the fast local layer. With ``shared``, the cap and
     the delay also hold across processes: each request takes the host's turn from the
@@ -302,52 +324,141 @@ class HostGate:
         self._shared = shared
         # monotonic times before which a host must not be asked
         self.not_before: dict[str, float] = dict(not_before or {})
+        # hosts that could not be reached in this pass: the reason
+        self.unreachable: dict[str, str] = {}
 
     def blocked(self, host: str) -> bool:
-        return self.not_before.get(host, 0.0) > time.monotonic()
+        return self.blocked_for(host) > 0
+
+    def blocked_for(self, host: str) -> float:
+        """Seconds left of the host's block (zero or less: none)."""
+        return self.not_before.get(host, 0.0) - time.monotonic()
 
     def block(self, host: str, seconds: float) -> None:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
 
+    def _may_send(self, host: str) -> None:
+        """Raise instead of letting a request go to a host that said 429/503 or that could
+        not be reached in this pass."""
+        if self.blocked(host):
+            raise HostBlocked(host)
+        if host in self.unreachable:
+            raise FetchError(
+                f"{self.unreachable[host]} (not tried: {host} could not be reached "
+                "earlier in this pass)"
+            )
+
     @asynccontextmanager
     async def slot(
-        self, host: str, first: Callable[[], Awaitable[bool]] | None = None
+        self,
+        host: str,
+        first: Callable[[], Awaitable[bool]] | None = None,
+        ready: Callable[[], Awaitable[object]] | None = None,
     ) -> AsyncIterator[bool]:
         """The right to start one request to ``host`` now, until the block ends.
-        ``first``: run once the local slot is ours, before the shared turn is taken; when
+
+        ``first``: run once the host's local slot is ours, before the turn is taken; when
         it says False (a feed another process is polling) the block gets False and no
-        turn is spent."""
-        async with self._total, self._per_host[host]:
+        turn is spent. ``ready``: what else the request needs before it goes (a feed: room
+        in memory for its body, the caller's to give back), awaited with the global slot
+        once the turn has come: waiting for the host holds none of it either.
+
+        Raises :class:`HostBlocked`, or the :class:`FetchError` of an unreachable host,
+        instead of a go (see the class); a :class:`FetchError` from the block that says
+        the host is unreachable settles the host's other requests of the pass."""
+        async with self._per_host[host]:
+            if self.blocked(host):  # blocked while queued: not even `first`
+                raise HostBlocked(host)
             if first is not None and not await first():
                 yield False
                 return
-            if self._shared is None:
-                if self._delay:
-                    async with self._locks[host]:
-                        wait = self._next_start.get(host, 0.0) - time.monotonic()
-                        if wait > 0:
-                            await asyncio.sleep(wait)
-                        self._next_start[host] = time.monotonic() + self._delay
-                yield True
-                return
-            shared = self._shared
-            number = await self._start_on_time(shared, host)
-            # Most requests end long before the first renewal is due: a timer costs them
-            # less than a task each; only a slow request gets the renewing task.
-            keeper: list[asyncio.Task[None]] = []
-            timer = asyncio.get_running_loop().call_later(
-                shared.renew_every,
-                lambda: keeper.append(asyncio.create_task(self._keep(shared, host, number))),
-            )
+            self._may_send(host)
+            async with self._turn_and_total(host, ready):
+                self._may_send(host)  # the turn took time: what other requests met meanwhile
+                try:
+                    yield True
+                except FetchError as exc:
+                    if exc.unreachable and exc.unreachable not in self.unreachable:
+                        self.unreachable[exc.unreachable] = str(exc)
+                    raise
+
+    @asynccontextmanager
+    async def _turn_and_total(
+        self, host: str, ready: Callable[[], Awaitable[object]] | None
+    ) -> AsyncIterator[None]:
+        """The host's turn, waited for, then a slot of ``total`` (and ``ready``), held
+        until the block ends. The global slot comes last: waiting for a turn holds none.
+
+        Shared: a turn from the database. A request that gets to send late (a busy
+        machine, its event loop held up, every global slot in use) would start closer
+        than ``delay`` to the next poller's start, reserved meanwhile: it gives the turn
+        back and takes a new one, keeping its global slot."""
+        shared = self._shared
+        if shared is None:
+            await self._local_turn(host, ready)
             try:
-                yield True
+                yield
             finally:
-                timer.cancel()
-                for task in keeper:
-                    task.cancel()
-                if keeper:
-                    await asyncio.wait(keeper)
-                await shared.give_back(host, number)
+                self._total.release()
+            return
+        holding = False
+        try:
+            for attempt in range(LATE_RETRIES + 1):
+                number, wait = await self._turn(shared, host)
+                async with self._leased(shared, host, number):
+                    due = time.monotonic() + max(wait, 0.0)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    if not holding:
+                        await self._total.acquire()
+                        holding = True
+                        if ready is not None:
+                            await ready()
+                    late = time.monotonic() - due > LATE_S
+                    if not self._delay or not late or attempt == LATE_RETRIES:
+                        yield
+                        return
+        finally:
+            if holding:
+                self._total.release()
+
+    async def _local_turn(self, host: str, ready: Callable[[], Awaitable[object]] | None) -> None:
+        """This process's own spacing of the host's starts, then a slot of ``total`` and
+        ``ready``; the next start is counted from the moment this one may really go."""
+        async with self._locks[host]:
+            wait = self._next_start.get(host, 0.0) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            await self._total.acquire()
+            try:
+                if ready is not None:
+                    await ready()
+            except BaseException:
+                self._total.release()
+                raise
+            if self._delay:
+                self._next_start[host] = time.monotonic() + self._delay
+
+    @staticmethod
+    @asynccontextmanager
+    async def _leased(shared: SharedHosts, host: str, number: int) -> AsyncIterator[None]:
+        """The host's shared slot ``number``, its lease kept running until the block ends,
+        then given back. Most requests end long before the first renewal is due: a timer
+        costs them less than a task each; only a slow one gets the renewing task."""
+        keeper: list[asyncio.Task[None]] = []
+        timer = asyncio.get_running_loop().call_later(
+            shared.renew_every,
+            lambda: keeper.append(asyncio.create_task(HostGate._keep(shared, host, number))),
+        )
+        try:
+            yield
+        finally:
+            timer.cancel()
+            for task in keeper:
+                task.cancel()
+            if keeper:
+                await asyncio.wait(keeper)
+            await shared.give_back(host, number)
 
     @staticmethod
     async def _keep(shared: SharedHosts, host: str, number: int) -> None:
@@ -356,20 +467,6 @@ class HostGate:
         while True:
             await shared.renew(host, number)
             await asyncio.sleep(shared.renew_every)
-
-    async def _start_on_time(self, shared: SharedHosts, host: str) -> int:
-        """A shared turn, slept until its start. A process that wakes up late (a busy
-        machine, its event loop held up) would send closer than ``delay`` to the next
-        poller's start, reserved meanwhile: it gives the turn back and takes a new one."""
-        for attempt in range(LATE_RETRIES + 1):
-            number, wait = await self._turn(shared, host)
-            due = time.monotonic() + max(wait, 0.0)
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if not self._delay or time.monotonic() - due <= LATE_S or attempt == LATE_RETRIES:
-                return number
-            await shared.give_back(host, number)
-        raise AssertionError("unreachable")
 
     @staticmethod
     async def _turn(shared: SharedHosts, host: str) -> tuple[int, float]:
@@ -515,9 +612,18 @@ async def get(
     except httpx.ConnectError as exc:
         if isinstance(exc.__cause__, PrivateAddressRefused):
             raise FetchError(str(exc.__cause__), permanent=True) from None
-        raise FetchError(_describe(exc, deadline)) from None
+        raise FetchError(_describe(exc, deadline), unreachable=_failed_host(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
+
+
+def _failed_host(exc: httpx.ConnectError) -> str | None:
+    """The host a connection failed to: that of the hop that failed (a redirect may lead
+    from a live host to a dead one), spelled as the gate's keys are (``host_of``)."""
+    try:
+        return host_of(str(exc.request.url)) or None
+    except RuntimeError:  # httpx sets the request on what it raises; just in case
+        return None
 
 
 async def _get(

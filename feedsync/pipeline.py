@@ -248,14 +248,20 @@ class Pass:
 
     async def _host_refused(self, host: str, error: fetch.FetchError) -> timedelta:
         """429/503: leave the host alone (Retry-After, capped, or doubling), in this pass
-        and, through the database, in every other process."""
+        and, through the database, in every other process. A refusal while a block is
+        in force (requests in flight together) is part of that block, not a further one
+        (decide.host_block)."""
+        left = timedelta(seconds=self._gate.blocked_for(host))
         count = self._host_backoff.get(host, 0)
-        wait = decide.host_wait(count, error.retry_after, self.config.fetch.max_retry_after)
-        self._gate.block(host, wait.total_seconds())
-        self._host_backoff[host] = count + 1
-        until = timestamps.to_iso(self.clock() + wait)
-        await self._on_lane(self.storage.host_wait, host, until, count + 1, str(error))
-        return wait
+        block = decide.host_block(left, count, error.retry_after, self.config.fetch.max_retry_after)
+        if block.backoff_count != count or block.wait > left:
+            self._gate.block(host, block.wait.total_seconds())
+            self._host_backoff[host] = block.backoff_count
+            until = timestamps.to_iso(self.clock() + block.wait)
+            await self._on_lane(
+                self.storage.host_wait, host, until, block.backoff_count, str(error)
+            )
+        return block.wait
 
     async def _host_answered(self, host: str) -> None:
         if self._host_backoff.pop(host, None) is not None:
@@ -284,12 +290,15 @@ class Pass:
             self.stats.deferred += 1
             self.progress.feed_done(0)
             return
-        async with in_memory:
+        async with contextlib.AsyncExitStack() as memory:
             try:
                 # the claim before the host's turn: a feed another process is polling
-                # spends no slot and no start of the host's
+                # spends no slot and no start of the host's; room for the body once the
+                # turn has come: a feed waiting for its host holds none
                 async with self._gate.slot(
-                    host, first=lambda: self._on_lane(self._claim_feed, feed)
+                    host,
+                    first=lambda: self._on_lane(self._claim_feed, feed),
+                    ready=lambda: memory.enter_async_context(in_memory),
                 ) as claimed:
                     if not claimed:
                         self.stats.busy += 1  # another process is polling it right now
@@ -304,6 +313,11 @@ class Pass:
                         etag=feed.etag,
                         last_modified=feed.last_modified,
                     )
+            except fetch.HostBlocked:  # it said 429/503 while this feed waited for its turn
+                await self._on_lane(self.storage.release_feed, feed.id, self.owner)
+                self.stats.deferred += 1
+                self.progress.feed_done(0)
+                return
             except fetch.FetchError as exc:
                 hint = exc.retry_after
                 if exc.host_busy:
@@ -532,6 +546,9 @@ class Pass:
             if kind not in HTML_TYPES:
                 raise ExtractError(f"not an HTML page ({kind}): skipped", permanent=True)
             article = await self._extractor.extract(page.body, page.url, page.content_type)
+        except fetch.HostBlocked:  # it said 429/503 while this one waited for its turn
+            await self._on_lane(self.storage.release_job, job.id, self.owner)
+            self.stats.deferred += 1
         except fetch.FetchError as exc:
             if exc.host_busy:
                 await self._host_refused(host, exc)

@@ -76,6 +76,11 @@ ON CONFLICT (host) DO UPDATE
        backoff_count = excluded.backoff_count,
        reason = excluded.reason;
 
+-- name: poll_unclaim
+-- A claimed feed left unpolled (its host said 429/503 while the feed waited for its turn).
+UPDATE feeds SET lease_owner = NULL, lease_until = NULL
+ WHERE id = :feed_id AND lease_owner = :owner;
+
 -- name: poll_release
 -- A process that stops gives back the feeds it was polling.
 UPDATE feeds SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;

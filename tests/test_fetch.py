@@ -116,6 +116,25 @@ def test_host_gate_caps_concurrency_per_host() -> None:
     assert asyncio.run(main()) == (2, 2)
 
 
+def test_host_gate_lets_another_host_go_before_a_busy_hosts_queue() -> None:
+    """One global slot, four requests queued for host a, then one for host b: b goes
+    second. The ones waiting for a's turn hold no global slot."""
+
+    async def main() -> list[str]:
+        gate = fetch.HostGate(total=1, per_host=1)
+        order: list[str] = []
+
+        async def job(host: str) -> None:
+            async with gate.slot(host):
+                order.append(host)
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(job(h) for h in "aaaab"))
+        return order
+
+    assert asyncio.run(main()) == ["a", "b", "a", "a", "a"]
+
+
 def test_host_gate_spaces_requests_to_one_host() -> None:
     async def main() -> list[float]:
         gate = fetch.HostGate(total=8, per_host=8, delay=timedelta(seconds=0.2))

@@ -430,6 +430,18 @@ def test_a_feed_being_polled_is_skipped_by_others_until_its_claim_ends(
     assert store.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
 
 
+def test_a_feed_left_unpolled_is_given_back_by_its_claimant_only(store: SQLStorage) -> None:
+    """Its host said 429 while the feed waited for its turn: free for anyone at once,
+    still due (no poll recorded), and only the claim's holder can give it back."""
+    fid = feed_id(store)
+    soon = "2026-11-22T10:05:00Z"
+    assert store.claim_feed(fid, "A", T0, soon, due_before=T0)
+    store.release_feed(fid, "B")  # not B's to give back
+    assert not store.claim_feed(fid, "B", T0, soon)
+    store.release_feed(fid, "A")
+    assert store.claim_feed(fid, "B", T0, soon, due_before=T0)
+
+
 def test_a_feed_polled_by_another_since_it_was_listed_is_not_claimed_again(
     store: SQLStorage,
 ) -> None:

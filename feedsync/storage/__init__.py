@@ -131,6 +131,10 @@ class Storage(Protocol):
         poller has polled it since the pass listed it."""
         ...
 
+    def release_feed(self, feed_id: int, owner: str) -> None:
+        """Give back a claimed feed without polling it (its host asked us to wait)."""
+        ...
+
     def record_not_modified(
         self,
         feed_id: int,

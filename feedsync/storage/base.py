@@ -324,6 +324,9 @@ class SQLStorage:
             )
         )
 
+    def release_feed(self, feed_id: int, owner: str) -> None:
+        self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))
+
     def record_poll_failure(self, feed_id: int, error: str, now: str, next_poll_at: str) -> None:
         self._write(
             lambda conn: self._exec(
