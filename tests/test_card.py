@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FeedsyncEnv, Site, cli_env, power_loss, what_feedsync_sees
+from conftest import CardMount, FeedsyncEnv, Site, cli_env, power_loss, what_feedsync_sees
 from sitegen import Item
 
 from feedsync.config import StorageConfig
@@ -977,3 +977,90 @@ def test_a_directory_at_the_snapshot_path_is_reported_not_renamed(fs_card: Feeds
     done = fs_card.run("status", expect=3)
     assert "is not a file: check [storage] snapshot" in done.stderr
     assert fs_card.snapshot_path.is_dir()  # left alone
+
+
+# ---------------------------------------------------------------- a read-only card
+
+
+def test_a_read_only_card_is_read_said_and_feedsync_runs_in_ram(
+    fs_card: FeedsyncEnv, card_mount: CardMount, site: Site
+) -> None:
+    """An SD card the kernel remounted read-only after errors: a run still polls and
+    extracts (in RAM), then exits 3 because nothing could be saved; reads work and
+    `status` says it; after a reboot the live database is rebuilt from the read-only
+    card; once the card is writable again the next run saves."""
+    first_run(fs_card, site, 2)
+    card = fs_card.card_path
+    before = card.read_bytes()
+    card_mount.remount("ro")
+
+    publish(site, "f.xml", 4)
+    done = fs_card.run("run", "--json", expect=3)
+    assert json.loads(done.stdout)["snapshot"] == "not saved: the card is read-only"
+    assert done.stderr.count("is mounted read-only") == 2, done.stderr  # at start, at the save
+    assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: not saved: ")
+    titles = {a["title"] for a in json.loads(fs_card.run("news", "--json").stdout)}
+    assert titles == {f"Story {n}" for n in range(4)}  # polled and extracted, in RAM
+    saving = fs_card.run("snapshot", expect=3)
+    assert saving.stderr.count("\n") == 1 and "mounted read-only" in saving.stderr
+    status = json.loads(fs_card.run("status", "--json").stdout)["storage"]
+    assert "nothing can be saved to " in status["card_read_only"]
+    assert status["unsaved_changes"] > 0
+    assert "READ-ONLY the card's file system " in fs_card.run("status").stdout
+    assert card.read_bytes() == before
+
+    power_loss(fs_card)  # a reboot: the RAM disk is empty, the card still read-only
+    feeds = fs_card.run("feeds")
+    assert site.url("/feeds/f.xml") in feeds.stdout
+    assert "restored " in feeds.stderr and "is mounted read-only" in feeds.stderr
+    listed = json.loads(fs_card.run("news", "--json").stdout)
+    assert {a["title"] for a in listed} == {"Story 0", "Story 1"}  # what the card holds
+    shown = fs_card.run("show", str(listed[0]["id"])).stdout
+    assert shown.startswith(listed[0]["title"] + "\n")
+    assert "Story 0" in fs_card.run("search", "story").stdout
+    assert len(fs_card.run("export").stdout.splitlines()) == 2
+    assert card.read_bytes() == before
+
+    card_mount.remount("rw")
+    assert fs_card.run_json()["snapshot"] == "written"
+    assert saved_news(fs_card) == {
+        (site.url(f"/articles/story-{n}"), f"Story {n}") for n in range(4)
+    }
+    # the two saved stories were never fetched again; the two lost with the RAM were
+    assert site.hits("/articles/story-0") == 1 and site.hits("/articles/story-3") == 2
+
+
+def test_a_save_cut_on_a_card_now_read_only_is_refused_in_one_line(
+    fs_card: FeedsyncEnv, card_mount: CardMount, site: Site
+) -> None:
+    """The errors that make the kernel remount the card read-only often cut a save: its
+    journal stays, and cannot be rolled back on a read-only file system. feedsync says
+    so in one line (exit 3) rather than read half a save; writable again, the save is
+    rolled back and nothing of the saves before is lost."""
+    first_run(fs_card, site, 3)
+    card = fs_card.card_path
+    journal = card.with_name(card.name + "-journal")
+    conn = sqlite3.connect(card, isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # the changes reach the file mid-transaction
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM feeds")
+    conn.execute(  # enough to spill: the journal is synced, the file written over
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) "
+        "INSERT INTO meta SELECT 'junk' || i, hex(randomblob(3000)) FROM n"
+    )
+    cut = card.read_bytes(), journal.read_bytes()  # what a power cut here leaves
+    conn.execute("ROLLBACK")
+    conn.close()
+    card.write_bytes(cut[0])
+    journal.write_bytes(cut[1])
+    card_mount.remount("ro")
+    power_loss(fs_card)
+
+    refused = fs_card.run("feeds", expect=3)
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "holds an unfinished save (feedsync.db-journal)" in refused.stderr
+
+    card_mount.remount("rw")
+    assert len(json.loads(fs_card.run("news", "--json").stdout)) == 3
+    assert site.url("/feeds/f.xml") in fs_card.run("feeds").stdout
+    assert not journal.exists()
