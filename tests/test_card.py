@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -1064,3 +1065,45 @@ def test_a_save_cut_on_a_card_now_read_only_is_refused_in_one_line(
     assert len(json.loads(fs_card.run("news", "--json").stdout)) == 3
     assert site.url("/feeds/f.xml") in fs_card.run("feeds").stdout
     assert not journal.exists()
+
+
+# ---------------------------------------------------------------- a failing write
+
+
+def test_a_save_that_cannot_be_written_leaves_the_card_as_the_save_before(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A save is written in place, in one transaction of the card's rollback journal:
+    when its writes fail midway (here the card database may not grow: RLIMIT_FSIZE,
+    as a full card refuses), the command fails in one line, exit 3, and the card is the
+    previous save, whole; the next run that can write saves what waited."""
+    publish(site, "f.xml", 150)
+    # a small RAM budget keeps the live database and its log well under the card's size
+    fs_card.configure([site.url("/feeds/f.xml")], storage={"ram_budget": "4MB"})
+    fs_card.run("run")
+    card = fs_card.card_path
+    before = saved_news(fs_card)
+    publish(site, "f.xml", 160)  # 10 more stories: the card must grow to take them
+    limit = card.stat().st_size + 4096  # the live database stays under it
+
+    def no_growth() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        fs_card.command("run"),
+        capture_output=True,
+        text=True,
+        env=cli_env(fs_card.root / "home"),
+        preexec_fn=no_growth,
+        timeout=180,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: "), done.stderr
+    with contextlib.closing(sqlite3.connect(f"file:{card}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert saved_news(fs_card) == before and len(before) == 150
+    assert card_files(fs_card) == ["feedsync.db", "feedsync.db.lock"]  # no journal, no temporary
+
+    assert fs_card.run_json()["snapshot"] == "written"
+    assert len(saved_news(fs_card)) == 160
+    assert set(site.article_hits().values()) == {1}

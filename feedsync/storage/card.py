@@ -688,12 +688,25 @@ def create(path: Path, lineage: str | None, now: str) -> None:
         finally:
             conn.close()
         _fsync(temporary)
+        _orphans_aside(path)
         temporary.replace(path)
         _fsync(path.parent, directory=True)
     except (OSError, sqlite3.Error) as exc:
-        temporary.unlink(missing_ok=True)
+        _remove_database(temporary)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise StorageError(f"cannot create the card database {path}: {reason}") from None
+
+
+def _orphans_aside(path: Path) -> None:
+    """Before a new database takes ``path`` (nothing there): a journal left beside it
+    (a card set aside by a process cut between moving the file and its journal) would
+    be "rolled back" into the new database by SQLite, writing the old card's pages over
+    it. Kept, under another name, never deleted: it belongs to the card set aside."""
+    for sidecar in sidecars(path):
+        if sidecar.exists():
+            sidecar.replace(
+                sidecar.with_name(f"{sidecar.name}.orphan-{time.strftime('%Y%m%dT%H%M%S')}")
+            )
 
 
 def needs_upgrade(path: Path) -> bool:
