@@ -18,6 +18,7 @@ import resource
 import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -1107,3 +1108,22 @@ def test_a_save_that_cannot_be_written_leaves_the_card_as_the_save_before(
     assert fs_card.run_json()["snapshot"] == "written"
     assert len(saved_news(fs_card)) == 160
     assert set(site.article_hits().values()) == {1}
+
+
+# ---------------------------------------------------------------- file modes
+
+
+def test_the_databases_feedsync_creates_are_readable_by_their_owner_only(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """Under the umask 022 of a shell or cron, feedsync creates the card database (its
+    journal takes its mode) and the live database 0600: no other local user reads them."""
+    umask = os.umask(0o022)
+    try:
+        first_run(fs_card, site, 2)
+        power_loss(fs_card)
+        fs_card.run("feeds")  # the live database rebuilt from the card
+    finally:
+        os.umask(umask)
+    for path in (fs_card.card_path, fs_card.live_path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -199,6 +199,19 @@ def _fsync(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+FILE_MODE = 0o600  # the databases feedsync creates, and so their journals
+
+
+def _new_private_file(path: Path) -> None:
+    """An empty file at ``path``, readable by its owner only, for SQLite to fill (it
+    gives a database's journal, WAL and -shm the database's own mode). SQLite would
+    create it 0644 under the usual umask 022 of a shell or cron: every local user could
+    read every article and feed. Nothing may be at ``path`` (a stale temporary is
+    removed by the caller first)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    os.close(fd)
+
+
 def uri(path: Path, mode: str) -> str:
     """A URI for sqlite3 (``uri=True``) opening ``path`` in ``mode`` (ro, rw, rwc)."""
     return f"file:{quote(str(path.absolute()))}?mode={mode}"
@@ -676,8 +689,9 @@ def create(path: Path, lineage: str | None, now: str) -> None:
     """A new card database at ``path`` (nothing there), of ``lineage`` (None: a new
     database's own), written beside it and renamed into place."""
     temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
-    temporary.unlink(missing_ok=True)
+    _remove_database(temporary)
     try:
+        _new_private_file(temporary)
         conn = sqlite3.connect(temporary, isolation_level=None)
         try:
             migrate_sqlite(conn, str(path))
@@ -766,6 +780,7 @@ def flush_legacy(live: Path, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     temporary.unlink(missing_ok=True)
     try:
+        _new_private_file(temporary)  # VACUUM INTO fills an empty file
         conn = sqlite3.connect(live)
         try:
             conn.execute("VACUUM INTO ?", (str(temporary),))
@@ -899,6 +914,7 @@ def restore_live(live: Path, path: Path, keep_since: str) -> None:
     temporary = live.with_name(f".{live.name}.restore-{os.getpid()}")
     _remove_database(temporary)
     try:
+        _new_private_file(temporary)
         conn = sqlite3.connect(temporary, isolation_level=None)
         try:
             # the pages a save frees go back to the RAM disk (PRAGMA incremental_vacuum)
@@ -950,6 +966,7 @@ def copy_attached(conn: sqlite3.Connection, schema: str, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
     temporary.unlink(missing_ok=True)
     try:
+        _new_private_file(temporary)  # VACUUM INTO fills an empty file
         busy.retrying(lambda: conn.execute(f"VACUUM {schema} INTO ?", (str(temporary),)), str(path))
         _fsync(temporary)
         temporary.replace(path)
