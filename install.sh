@@ -134,6 +134,8 @@ write_config() {  # path db snapshot: a commented config, never over an existing
         return 0
     fi
     mkdir -p "$(dirname "$config")"
+    # 0600 from the start: [storage] url may come to hold a PostgreSQL password
+    (umask 077 && : >"$config")
     cat >"$config" <<EOF
 # feedsync configuration (every key: README, "Configuration").
 
@@ -203,6 +205,10 @@ install_system() {
 
     write_config "$sys_config" 'db = "/run/feedsync/feedsync.db"' \
         'snapshot = "/var/lib/feedsync/feedsync.db"'
+    # readable by the service (group feedsync), not by every local user: [storage] url
+    # may hold a PostgreSQL password; an existing config is tightened the same way
+    chmod 0640 "$sys_config"
+    system chown root:feedsync "$sys_config"
     mkdir -p "$root/var/lib/feedsync" "$root/run/feedsync"
     chmod 0700 "$root/var/lib/feedsync" "$root/run/feedsync"
     system chown feedsync:feedsync "$root/var/lib/feedsync" "$root/run/feedsync"
@@ -291,9 +297,15 @@ has_user_systemd() {
         systemctl --user show-environment >/dev/null 2>&1
 }
 
+# The cron lock sits in the user's own 0700 folder (beside the venv): a lock at a
+# predictable path in a world-writable place (/dev/shm, /tmp) could be made and held by
+# another local user, and no run would ever start. Not $XDG_RUNTIME_DIR: cron does not
+# set it, and logout removes it. flock writes nothing to the card but the empty file.
+user_lock_dir="$data_home/feedsync"
+
 user_crontab_line() {
-    printf '*/5 * * * * flock -n /dev/shm/feedsync-%s.cron.lock %s/bin/feedsync run --due --quiet %s\n' \
-        "$(id -u)" "$user_venv" "$cron_mark"
+    printf '*/5 * * * * flock -n %s/cron.lock %s/bin/feedsync run --due --quiet %s\n' \
+        "$user_lock_dir" "$user_venv" "$cron_mark"
 }
 
 install_user() {
@@ -305,6 +317,8 @@ install_user() {
     fi
     say "installing feedsync into $user_venv"
     pip_install "$user_venv"
+    mkdir -p "$root$user_lock_dir"
+    chmod 0700 "$root$user_lock_dir"
     mkdir -p "$user_bin"
     ln -sfn "$user_venv/bin/feedsync" "$user_bin/feedsync"
     write_config "$user_config" "# db = \"/dev/shm/feedsync-$(id -u)/feedsync.db\"" \
@@ -313,10 +327,10 @@ install_user() {
     install -m 0644 "$here/systemd/feedsync-user.service" "$user_unit"
     say "installed: $("$user_venv/bin/feedsync" --version)"
     if [ "$schedule" = cron ]; then
-        command -v crontab >/dev/null 2>&1 || die "no crontab here: install cron, or use the user unit"
         if [ -n "$root" ]; then
             say "(--root) skipped: crontab line: $(user_crontab_line)"
         else
+            command -v crontab >/dev/null 2>&1 || die "no crontab here: install cron, or use the user unit"
             { crontab -l 2>/dev/null | grep -vF "$cron_mark" || true; user_crontab_line; } | crontab -
             say "scheduled from your crontab (crontab -l)"
         fi

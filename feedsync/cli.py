@@ -293,8 +293,9 @@ def _notice(message: str) -> None:
     print(f"feedsync: {message}", file=sys.stderr, flush=True)
 
 
-def _open(config: Config, *, new_card: bool = False) -> Storage:
-    """Open the database and bring the config file's feeds into it."""
+def _open(config: Config, *, new_card: bool = False, saving: bool = False) -> Storage:
+    """Open the database and bring the config file's feeds into it. A read-only card is
+    said here, unless the command is a save (``saving``), whose error says it."""
     from feedsync import storage as storage_module
     from feedsync import timestamps
 
@@ -304,6 +305,12 @@ def _open(config: Config, *, new_card: bool = False) -> Storage:
     )
     try:
         storage.sync_config_feeds(feeds, timestamps.to_iso(timestamps.now()))
+        if config.storage.url is None and not saving:
+            # reads work on a read-only card, and the user hears at once that nothing
+            # they do is kept; a command that must save exits 3 later
+            read_only = storage.status().card_read_only
+            if read_only is not None:
+                _notice(read_only)
     except BaseException:
         storage.close()
         raise
@@ -626,6 +633,8 @@ def _storage_lines(where: StorageStatus, room: int) -> list[str]:
         lines.append(t.paint("NEARLY FULL", "red") + f" {problem}")
     if where.not_taking:
         lines.append(t.paint("NOT TAKING", "red") + f" new entries: {where.not_taking}")
+    if where.card_read_only:
+        lines.append(t.paint("READ-ONLY", "red") + f" {where.card_read_only}")
     return lines
 
 
@@ -894,7 +903,7 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
 
     if config.storage.url is not None:
         raise UsageError(SNAPSHOTS_DO_NOT_APPLY)
-    storage = _open(config, new_card=args.force)
+    storage = _open(config, new_card=args.force, saving=True)
     try:
         result = storage.snapshot(force=args.force)
     finally:

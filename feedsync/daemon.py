@@ -52,6 +52,7 @@ from feedsync.notify import Notifier
 from feedsync.pipeline import Pass
 from feedsync.progress import ROOM_PROBLEMS, LogProgress
 from feedsync.storage import (
+    CardReadOnly,
     Keep,
     Storage,
     StorageError,
@@ -80,6 +81,7 @@ class Daemon:
         self._rng = random.Random()
         self._started_at = timestamps.to_iso(timestamps.now())
         self._room: set[str] = set()  # room problems logged once while they last
+        self._read_only = False  # the card is read-only, and the log said so once
 
     # ------------------------------------------------------------ lifecycle
 
@@ -97,6 +99,9 @@ class Daemon:
         try:
             self.storage.sync_config_feeds(urls, timestamps.to_iso(timestamps.now()))
             self._beat()
+            read_only = self.storage.status().card_read_only
+            if read_only is not None:
+                self._card_read_only(read_only)
             scheduler = self._start_scheduler()
             log.info(
                 "feedsync daemon started: database %s, logging to %s, watchdog %s",
@@ -232,6 +237,13 @@ class Daemon:
             LogProgress(room=self._room).problem(str(exc))
             self.notifier.status(self._status_line())
             return
+        except CardReadOnly as exc:
+            self._card_read_only(str(exc))
+            self.notifier.status(self._status_line())
+            return
+        if self._read_only:
+            self._read_only = False
+            log.info("the card is writable again: saving resumed")
         if ROOM_PROBLEMS[1] in self._room:
             self._room.discard(ROOM_PROBLEMS[1])
             log.info("saving to the card again: it has room")
@@ -249,9 +261,13 @@ class Daemon:
         def before(days: int) -> str | None:
             return timestamps.to_iso(now - timedelta(days=days)) if days else None
 
-        news, tombstones = self.storage.prune(
-            before(retention.news_days), before(retention.tombstone_days)
-        )
+        try:
+            news, tombstones = self.storage.prune(
+                before(retention.news_days), before(retention.tombstone_days)
+            )
+        except CardReadOnly as exc:  # said once by the save; retention waits with it
+            log.debug("%s", exc)
+            return
         if news or tombstones:
             log.info(
                 "retention: pruned %d articles older than %d days and %d tombstones",
@@ -275,6 +291,15 @@ class Daemon:
 
     # ------------------------------------------------------------ helpers
 
+    def _card_read_only(self, reason: str) -> None:
+        """A read-only card, logged once while it lasts (every save meets it: an hourly
+        line saying the same would bury the rest of the journal)."""
+        if self._read_only:
+            log.debug("%s", reason)
+            return
+        self._read_only = True
+        log.error("%s", reason)
+
     def _status_line(self) -> str:
         """One line for `systemctl status`: feeds, queue, articles, last save, and what is
         nearly full. Cheap counts only (it is made at every heartbeat)."""
@@ -295,7 +320,9 @@ class Daemon:
         if where.snapshot is not None:
             taken = (where.snapshot_at or "never").replace("T", " ")
             line += f", last snapshot {taken}"
-        if where.not_taking:
+        if where.card_read_only:
+            line += "; CARD READ-ONLY: nothing is saved"
+        elif where.not_taking:
             line += "; NOT TAKING new entries: no room in RAM"
         elif where.nearly_full:
             line += "; nearly full: " + where.nearly_full[0].split(":")[0]

@@ -52,7 +52,7 @@ from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress
 from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
-from feedsync.storage import Storage, StorageError, StorageFull
+from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -161,6 +161,9 @@ class Pass:
             except StorageFull as exc:  # the card has no room: said, and lived through
                 self.stats.snapshot = "not saved"
                 self._problem(str(exc))
+            except CardReadOnly as exc:  # the pass ran in RAM; nothing of it is kept
+                failure = exc
+                self.stats.snapshot = "not saved: the card is read-only"
             except StorageError as exc:
                 failure = exc
                 self.stats.snapshot = "failed"

@@ -204,6 +204,7 @@ class StorageStatus:
     card_disk_free: int | None = None
     nearly_full: tuple[str, ...] = ()  # one line each: what is close to full, and why
     not_taking: str | None = None  # why no new entries are taken now (None: they are)
+    card_read_only: str | None = None  # why nothing can be saved now (None: it can)
 
 
 @dataclass(frozen=True)

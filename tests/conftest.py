@@ -306,6 +306,41 @@ def fs_card(
     )
 
 
+class CardMount:
+    """The card's folder as a file system of its own (a small tmpfs), which a test can
+    remount read-only, as the kernel does to an SD card after write errors."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def remount(self, mode: str) -> None:
+        """``ro`` or ``rw``."""
+        subprocess.run(["mount", "-o", f"remount,{mode}", str(self.path)], check=True)
+
+
+@pytest.fixture
+def card_mount(fs_card: FeedsyncEnv) -> Iterator[CardMount]:
+    """A 16 MB tmpfs at the fs_card set-up's card folder. Root only (CI runs as root;
+    chmod means nothing to root, a mount is what a read-only or full card really is):
+    skipped otherwise. Unmounted at the end, whatever the test did."""
+    assert fs_card.snapshot_path is not None
+    where = fs_card.snapshot_path.parent
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a card file system needs root (CI runs as root)")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield CardMount(where)
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
 def power_loss(env: FeedsyncEnv) -> None:
     """What a reboot or a power cut does to the RAM disk: the live database is gone."""
     shutil.rmtree(env.db_path.parent)

@@ -14,9 +14,11 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FeedsyncEnv, Site, cli_env, power_loss, what_feedsync_sees
+from conftest import CardMount, FeedsyncEnv, Site, cli_env, power_loss, what_feedsync_sees
 from sitegen import Item
 
 from feedsync.config import StorageConfig
@@ -977,3 +979,151 @@ def test_a_directory_at_the_snapshot_path_is_reported_not_renamed(fs_card: Feeds
     done = fs_card.run("status", expect=3)
     assert "is not a file: check [storage] snapshot" in done.stderr
     assert fs_card.snapshot_path.is_dir()  # left alone
+
+
+# ---------------------------------------------------------------- a read-only card
+
+
+def test_a_read_only_card_is_read_said_and_feedsync_runs_in_ram(
+    fs_card: FeedsyncEnv, card_mount: CardMount, site: Site
+) -> None:
+    """An SD card the kernel remounted read-only after errors: a run still polls and
+    extracts (in RAM), then exits 3 because nothing could be saved; reads work and
+    `status` says it; after a reboot the live database is rebuilt from the read-only
+    card; once the card is writable again the next run saves."""
+    first_run(fs_card, site, 2)
+    card = fs_card.card_path
+    before = card.read_bytes()
+    card_mount.remount("ro")
+
+    publish(site, "f.xml", 4)
+    done = fs_card.run("run", "--json", expect=3)
+    assert json.loads(done.stdout)["snapshot"] == "not saved: the card is read-only"
+    assert done.stderr.count("is mounted read-only") == 2, done.stderr  # at start, at the save
+    assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: not saved: ")
+    titles = {a["title"] for a in json.loads(fs_card.run("news", "--json").stdout)}
+    assert titles == {f"Story {n}" for n in range(4)}  # polled and extracted, in RAM
+    saving = fs_card.run("snapshot", expect=3)
+    assert saving.stderr.count("\n") == 1 and "mounted read-only" in saving.stderr
+    status = json.loads(fs_card.run("status", "--json").stdout)["storage"]
+    assert "nothing can be saved to " in status["card_read_only"]
+    assert status["unsaved_changes"] > 0
+    assert "READ-ONLY the card's file system " in fs_card.run("status").stdout
+    assert card.read_bytes() == before
+
+    power_loss(fs_card)  # a reboot: the RAM disk is empty, the card still read-only
+    feeds = fs_card.run("feeds")
+    assert site.url("/feeds/f.xml") in feeds.stdout
+    assert "restored " in feeds.stderr and "is mounted read-only" in feeds.stderr
+    listed = json.loads(fs_card.run("news", "--json").stdout)
+    assert {a["title"] for a in listed} == {"Story 0", "Story 1"}  # what the card holds
+    shown = fs_card.run("show", str(listed[0]["id"])).stdout
+    assert shown.startswith(listed[0]["title"] + "\n")
+    assert "Story 0" in fs_card.run("search", "story").stdout
+    assert len(fs_card.run("export").stdout.splitlines()) == 2
+    assert card.read_bytes() == before
+
+    card_mount.remount("rw")
+    assert fs_card.run_json()["snapshot"] == "written"
+    assert saved_news(fs_card) == {
+        (site.url(f"/articles/story-{n}"), f"Story {n}") for n in range(4)
+    }
+    # the two saved stories were never fetched again; the two lost with the RAM were
+    assert site.hits("/articles/story-0") == 1 and site.hits("/articles/story-3") == 2
+
+
+def test_a_save_cut_on_a_card_now_read_only_is_refused_in_one_line(
+    fs_card: FeedsyncEnv, card_mount: CardMount, site: Site
+) -> None:
+    """The errors that make the kernel remount the card read-only often cut a save: its
+    journal stays, and cannot be rolled back on a read-only file system. feedsync says
+    so in one line (exit 3) rather than read half a save; writable again, the save is
+    rolled back and nothing of the saves before is lost."""
+    first_run(fs_card, site, 3)
+    card = fs_card.card_path
+    journal = card.with_name(card.name + "-journal")
+    conn = sqlite3.connect(card, isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # the changes reach the file mid-transaction
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM feeds")
+    conn.execute(  # enough to spill: the journal is synced, the file written over
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) "
+        "INSERT INTO meta SELECT 'junk' || i, hex(randomblob(3000)) FROM n"
+    )
+    cut = card.read_bytes(), journal.read_bytes()  # what a power cut here leaves
+    conn.execute("ROLLBACK")
+    conn.close()
+    card.write_bytes(cut[0])
+    journal.write_bytes(cut[1])
+    card_mount.remount("ro")
+    power_loss(fs_card)
+
+    refused = fs_card.run("feeds", expect=3)
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "holds an unfinished save (feedsync.db-journal)" in refused.stderr
+
+    card_mount.remount("rw")
+    assert len(json.loads(fs_card.run("news", "--json").stdout)) == 3
+    assert site.url("/feeds/f.xml") in fs_card.run("feeds").stdout
+    assert not journal.exists()
+
+
+# ---------------------------------------------------------------- a failing write
+
+
+def test_a_save_that_cannot_be_written_leaves_the_card_as_the_save_before(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A save is written in place, in one transaction of the card's rollback journal:
+    when its writes fail midway (here the card database may not grow: RLIMIT_FSIZE,
+    as a full card refuses), the command fails in one line, exit 3, and the card is the
+    previous save, whole; the next run that can write saves what waited."""
+    publish(site, "f.xml", 150)
+    # a small RAM budget keeps the live database and its log well under the card's size
+    fs_card.configure([site.url("/feeds/f.xml")], storage={"ram_budget": "4MB"})
+    fs_card.run("run")
+    card = fs_card.card_path
+    before = saved_news(fs_card)
+    publish(site, "f.xml", 160)  # 10 more stories: the card must grow to take them
+    limit = card.stat().st_size + 4096  # the live database stays under it
+
+    def no_growth() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        fs_card.command("run"),
+        capture_output=True,
+        text=True,
+        env=cli_env(fs_card.root / "home"),
+        preexec_fn=no_growth,
+        timeout=180,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: "), done.stderr
+    with contextlib.closing(sqlite3.connect(f"file:{card}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert saved_news(fs_card) == before and len(before) == 150
+    assert card_files(fs_card) == ["feedsync.db", "feedsync.db.lock"]  # no journal, no temporary
+
+    assert fs_card.run_json()["snapshot"] == "written"
+    assert len(saved_news(fs_card)) == 160
+    assert set(site.article_hits().values()) == {1}
+
+
+# ---------------------------------------------------------------- file modes
+
+
+def test_the_databases_feedsync_creates_are_readable_by_their_owner_only(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """Under the umask 022 of a shell or cron, feedsync creates the card database (its
+    journal takes its mode) and the live database 0600: no other local user reads them."""
+    umask = os.umask(0o022)
+    try:
+        first_run(fs_card, site, 2)
+        power_loss(fs_card)
+        fs_card.run("feeds")  # the live database rebuilt from the card
+    finally:
+        os.umask(umask)
+    for path in (fs_card.card_path, fs_card.live_path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

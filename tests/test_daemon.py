@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FeedsyncEnv, RunningDaemon, Site, wait_until
+from conftest import CardMount, FeedsyncEnv, RunningDaemon, Site, wait_until
 from sitegen import Item
 
 FAST = {  # a daemon that looks for work every second and polls feeds every 1-2 s
@@ -180,6 +180,33 @@ def test_a_failing_job_is_logged_and_the_daemon_carries_on(
     wait_until(lambda: fs_card.snapshot_path.is_file(), "a snapshot after the failure")
     assert daemon.stop() == 0
     assert daemon.process.returncode == 0
+
+
+def test_a_read_only_card_is_logged_once_and_saving_resumes_when_writable(
+    fs_card: FeedsyncEnv,
+    card_mount: CardMount,
+    site: Site,
+    start_daemon: Callable[..., RunningDaemon],
+) -> None:
+    """The daemon starts on a card the kernel remounted read-only: it says so once, polls
+    and extracts in RAM, and once the card is writable again its next save writes what
+    waited, saying so."""
+    feed = site.feed("f.xml", [Item("First", site.page("first"))])
+    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
+    fs_card.run("snapshot")  # the card database exists
+    card_mount.remount("ro")
+    daemon = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"First"}, "the first story, in RAM")
+    assert "is mounted read-only" in daemon.output()
+    card_mount.remount("rw")
+    wait_until(lambda: "saving resumed" in daemon.output(), "a save once the card is writable")
+    assert daemon.stop() == 0
+    assert daemon.output().count("is mounted read-only") == 1, daemon.output()
+    card = sqlite3.connect(f"file:{fs_card.card_path}?mode=ro", uri=True)
+    try:
+        assert card.execute("SELECT title FROM news").fetchall() == [("First",)]
+    finally:
+        card.close()
 
 
 def test_a_broken_config_on_reload_is_reported_and_the_old_one_kept(

@@ -121,6 +121,9 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
 
     files = tree(root)
     assert files["etc/systemd/system/feedsync.service"] == SERVICE_TEXT
+    # [storage] url may hold a password: the service's group reads it, nobody else
+    assert (root / "etc/feedsync/feedsync.toml").stat().st_mode & 0o777 == 0o640
+    assert "(--root) skipped: chown root:feedsync" in done.stdout
     config = files["etc/feedsync/feedsync.toml"]
     assert 'db = "/run/feedsync/feedsync.db"' in config
     assert 'snapshot = "/var/lib/feedsync/feedsync.db"' in config
@@ -147,6 +150,7 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
 
     # again: an upgrade in place, the config kept as the owner edited it
     (root / "etc/feedsync/feedsync.toml").write_text(config + "\n# my feeds\n")
+    (root / "etc/feedsync/feedsync.toml").chmod(0o644)  # as an older install.sh left it
     (root / "var/lib/feedsync/feedsync.db").write_bytes(b"my data")
     again = install_root(root, "--systemd", "--postgresql")  # and the PostgreSQL driver
     assert again.returncode == 0, again.stdout + again.stderr
@@ -155,6 +159,7 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
     assert subprocess.run([str(python), "-c", "import psycopg, psycopg_pool"]).returncode == 0
     after = tree(root)
     assert after["etc/feedsync/feedsync.toml"].endswith("# my feeds\n")
+    assert (root / "etc/feedsync/feedsync.toml").stat().st_mode & 0o777 == 0o640
     assert after["var/lib/feedsync/feedsync.db"] == "my data"
     assert set(after) == set(files) | {"var/lib/feedsync/feedsync.db"}
 
@@ -182,3 +187,20 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
 def test_purge_without_uninstall_is_refused(tmp_path: Path) -> None:
     done = install_root(tmp_path, "--purge")
     assert done.returncode == 2 and "--purge goes with --uninstall" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_user_cron_lock_is_in_a_folder_only_the_user_has(tmp_path: Path) -> None:
+    """A lock at a predictable path in /dev/shm could be made and held by another local
+    user, and cron would never start a run: the lock lives in the user's 0700 folder."""
+    root = tmp_path / "root"
+    root.mkdir()
+    done = install(tmp_path, "--root", str(root), "--cron")
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(x for x in done.stdout.splitlines() if "crontab line:" in x)
+    assert f"flock -n {tmp_path}/.local/share/feedsync/cron.lock " in line
+    assert "/dev/shm" not in line
+    folder = root / str(tmp_path).lstrip("/") / ".local/share/feedsync"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    config = root / str(tmp_path).lstrip("/") / ".config/feedsync/feedsync.toml"
+    assert config.stat().st_mode & 0o777 == 0o600

@@ -49,6 +49,13 @@ class StorageFull(StorageError):
     what fits go on. A pass reports it and goes on; it is not a failure of the run."""
 
 
+class CardReadOnly(StorageError):
+    """The card's file system is mounted read-only (the kernel remounts an SD card so
+    after write errors): feedsync reads the card and runs in RAM, but nothing can be
+    saved. An operation that must write the card (a save, retention) raises it; reads
+    go on. ``str()`` says which card, and what it means for the data."""
+
+
 if TYPE_CHECKING:
     from feedsync.config import Config
 

@@ -40,6 +40,7 @@ restored from it, is never written over without ``--force`` (which sets it aside
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -54,7 +55,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from feedsync import search
-from feedsync.storage import StorageError, budget, busy, sqlfiles
+from feedsync.storage import CardReadOnly, StorageError, budget, busy, sqlfiles
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 from feedsync.timestamps import from_iso
 
@@ -86,16 +87,54 @@ def sidecars(db: Path) -> list[Path]:
     return [db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
+def why_read_only(path: Path) -> str | None:
+    """Why nothing can be written to the database at ``path`` (None: it can): its file
+    system is mounted read-only, as the kernel remounts an SD card after write errors."""
+    probe = path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if not os.statvfs(probe).f_flag & os.ST_RDONLY:
+            return None
+    except OSError:
+        return None
+    return (
+        f"the card's file system ({probe}) is mounted read-only (the kernel does so after "
+        f"write errors: see dmesg): nothing can be saved to {path}; feedsync runs in RAM, "
+        "and what changed since the last save is lost at power-off"
+    )
+
+
+def _open_lock_file(path: Path) -> int:
+    """The lock file, created 0600 if needed. On a read-only file system (a card the
+    kernel remounted read-only) it cannot be created or opened for writing, and nobody
+    can write the card either: the lock file read-only, or its folder when it was never
+    made, serves the readers (flock works on either)."""
+    flags = os.O_CLOEXEC
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from None
+    try:
+        return os.open(path, os.O_RDONLY | flags)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot open {path}: {exc.strerror or exc}") from None
+    try:
+        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | flags)
+    except OSError as exc:
+        raise StorageError(f"cannot open {path.parent}: {exc.strerror or exc}") from None
+
+
 def acquire(
     path: Path, *, shared: bool = False, wait: bool = True, timeout: float = LOCK_TIMEOUT_S
 ) -> int:
     """flock(2) on ``path`` (created if needed); returns the fd that holds it (close it to
     release). Raises StorageError when the lock cannot be had."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from None
+    fd = _open_lock_file(path)
     mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
     deadline = time.monotonic() + timeout
     while True:
@@ -160,6 +199,19 @@ def _fsync(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+FILE_MODE = 0o600  # the databases feedsync creates, and so their journals
+
+
+def _new_private_file(path: Path) -> None:
+    """An empty file at ``path``, readable by its owner only, for SQLite to fill (it
+    gives a database's journal, WAL and -shm the database's own mode). SQLite would
+    create it 0644 under the usual umask 022 of a shell or cron: every local user could
+    read every article and feed. Nothing may be at ``path`` (a stale temporary is
+    removed by the caller first)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    os.close(fd)
+
+
 def uri(path: Path, mode: str) -> str:
     """A URI for sqlite3 (``uri=True``) opening ``path`` in ``mode`` (ro, rw, rwc)."""
     return f"file:{quote(str(path.absolute()))}?mode={mode}"
@@ -208,6 +260,27 @@ def _roll_back(path: Path) -> None:
             conn.close()
     except sqlite3.Error:
         pass  # problem_of says what is wrong with it
+
+
+def _readable_as_it_is(path: Path) -> None:
+    """On a read-only card: a save cut by a power failure or by the errors that made
+    the kernel remount the card left its journal, which cannot be rolled back there;
+    SQLite then refuses to read the file, rightly (half a save is not a database).
+    Say so in one line instead of failing later on every read."""
+    try:
+        conn = sqlite3.connect(uri(path, "ro"), uri=True, timeout=busy.BUSY_TIMEOUT_S)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+            raise CardReadOnly(
+                f"the card database {path} holds an unfinished save ({path.name}-journal) "
+                "that cannot be rolled back on a read-only file system: remount the card "
+                "read-write (after checking it) and run feedsync again"
+            ) from None
+        raise StorageError(f"cannot read the card database {path}: {exc}") from None
 
 
 def problem_of(path: Path) -> str | None:
@@ -616,8 +689,9 @@ def create(path: Path, lineage: str | None, now: str) -> None:
     """A new card database at ``path`` (nothing there), of ``lineage`` (None: a new
     database's own), written beside it and renamed into place."""
     temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
-    temporary.unlink(missing_ok=True)
+    _remove_database(temporary)
     try:
+        _new_private_file(temporary)
         conn = sqlite3.connect(temporary, isolation_level=None)
         try:
             migrate_sqlite(conn, str(path))
@@ -628,12 +702,25 @@ def create(path: Path, lineage: str | None, now: str) -> None:
         finally:
             conn.close()
         _fsync(temporary)
+        _orphans_aside(path)
         temporary.replace(path)
         _fsync(path.parent, directory=True)
     except (OSError, sqlite3.Error) as exc:
-        temporary.unlink(missing_ok=True)
+        _remove_database(temporary)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise StorageError(f"cannot create the card database {path}: {reason}") from None
+
+
+def _orphans_aside(path: Path) -> None:
+    """Before a new database takes ``path`` (nothing there): a journal left beside it
+    (a card set aside by a process cut between moving the file and its journal) would
+    be "rolled back" into the new database by SQLite, writing the old card's pages over
+    it. Kept, under another name, never deleted: it belongs to the card set aside."""
+    for sidecar in sidecars(path):
+        if sidecar.exists():
+            sidecar.replace(
+                sidecar.with_name(f"{sidecar.name}.orphan-{time.strftime('%Y%m%dT%H%M%S')}")
+            )
 
 
 def needs_upgrade(path: Path) -> bool:
@@ -654,6 +741,9 @@ def upgrade(path: Path, now: str, notice: Notice) -> None:
     card layout, in one transaction (a power cut leaves it as it was), then index its
     articles for search. A database in WAL mode (used live on a disk) goes to the
     rollback journal first."""
+    read_only = why_read_only(path)
+    if read_only is not None:
+        raise CardReadOnly(f"cannot upgrade {path} to this feedsync's layout: {read_only}")
     size = budget.files_size(path, *sidecars(path))
     room = budget.disk_of(path).free
     if room < size + budget.SAVE_MARGIN:
@@ -690,6 +780,7 @@ def flush_legacy(live: Path, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     temporary.unlink(missing_ok=True)
     try:
+        _new_private_file(temporary)  # VACUUM INTO fills an empty file
         conn = sqlite3.connect(live)
         try:
             conn.execute("VACUUM INTO ?", (str(temporary),))
@@ -746,9 +837,12 @@ def prepare(
     """
     _require_file(path, "snapshot" if on_card else "db")
     _require_file(live, "db")
+    read_only = why_read_only(path)
     with file_lock(lock_path(path)):
         if path.exists():
             _roll_back(path)
+            if read_only is not None:
+                _readable_as_it_is(path)
         state = _live_state(live)
         old_live = state is not None and state[0] < 7
         damaged = False
@@ -756,6 +850,11 @@ def prepare(
             problem = problem_of(path)
             if problem is not None and not on_card:
                 raise StorageError(f"cannot open {path}: {problem}")
+            if problem is not None and read_only is not None:
+                raise CardReadOnly(
+                    f"the card database {path} is damaged ({problem}) and cannot be set "
+                    "aside: the card is mounted read-only"
+                )
             if problem is not None:
                 aside = _set_aside(path, "corrupt", notice)
                 notice(f"the card database {path} is damaged ({problem}); set aside as {aside}")
@@ -815,6 +914,7 @@ def restore_live(live: Path, path: Path, keep_since: str) -> None:
     temporary = live.with_name(f".{live.name}.restore-{os.getpid()}")
     _remove_database(temporary)
     try:
+        _new_private_file(temporary)
         conn = sqlite3.connect(temporary, isolation_level=None)
         try:
             # the pages a save frees go back to the RAM disk (PRAGMA incremental_vacuum)
@@ -866,6 +966,7 @@ def copy_attached(conn: sqlite3.Connection, schema: str, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
     temporary.unlink(missing_ok=True)
     try:
+        _new_private_file(temporary)  # VACUUM INTO fills an empty file
         busy.retrying(lambda: conn.execute(f"VACUUM {schema} INTO ?", (str(temporary),)), str(path))
         _fsync(temporary)
         temporary.replace(path)

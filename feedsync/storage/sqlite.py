@@ -50,7 +50,7 @@ from feedsync.records import (
     StageResult,
     StorageStatus,
 )
-from feedsync.storage import Keep, StorageError, StorageFull, budget, busy
+from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
 from feedsync.storage import card as cards
 from feedsync.storage.base import SQLStorage, snippet
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
@@ -347,6 +347,13 @@ class SQLiteStorage(SQLStorage):
 
     # ------------------------------------------------------------ saving to the card
 
+    def _writable_card(self, what: str) -> None:
+        """Before anything writes the card: a read-only card is said in one line, before
+        a lock file or a journal fails to be created on it with a less useful reason."""
+        read_only = cards.why_read_only(self.card_path)
+        if read_only is not None:
+            raise CardReadOnly(f"{what}: {read_only}")
+
     def _card_db(self) -> cards.Card:
         if self._card is None:
             self._card = cards.Card(self.card_path, self.path)
@@ -360,7 +367,9 @@ class SQLiteStorage(SQLStorage):
         worth keeping did; ``force``: anyway, and over a card of another database, which
         is set aside), then let go of what the card now holds. Raises StorageFull when
         the card has no room even after retention, SnapshotRefused for another
-        database's card."""
+        database's card, CardReadOnly when the card's file system is read-only (what
+        changed stays in RAM: the pass goes on as far as the RAM budget allows)."""
+        self._writable_card("not saved")
         started = time.monotonic()
         now = self.clock()
         self._check_card_file()
@@ -454,7 +463,9 @@ class SQLiteStorage(SQLStorage):
     ) -> tuple[int, int]:
         """Retention: on the card, a month of articles goes once all of it is older than
         ``news_before``, then the entries of articles gone older than
-        ``tombstones_before``; the live database lets go of its copies."""
+        ``tombstones_before``; the live database lets go of its copies. CardReadOnly on a
+        read-only card (nothing can be removed from it)."""
+        self._writable_card("retention skipped")
         pruned = self._card_db().prune(news_before, tombstones_before, batch)
 
         def work(conn: sqlite3.Connection) -> None:
@@ -515,6 +526,7 @@ class SQLiteStorage(SQLStorage):
             card_disk_free=card.disk.free,
             nearly_full=tuple(nearly),
             not_taking=budget.ram_full(ram),
+            card_read_only=cards.why_read_only(self.card_path),
         )
 
     # ------------------------------------------------------------ the user's commands
