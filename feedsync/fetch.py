@@ -27,6 +27,7 @@ and (through the database, :class:`SharedHosts`) across every poller.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import ipaddress
 import random
@@ -36,7 +37,7 @@ import ssl
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -133,6 +134,9 @@ def is_private_address(address: str) -> bool:
         or ip.is_multicast
         or ip.is_unspecified
         or ip.is_reserved
+        # what is not on the public internet: carrier-grade NAT (100.64.0.0/10, a
+        # provider's or a Tailscale network), benchmarking, documentation ranges
+        or not ip.is_global
     )
 
 
@@ -142,12 +146,35 @@ async def resolve(host: str, port: int = 443) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves, checks, then connects to the checked address (no second lookup)."""
+# The host of the URL a request was asked for (set by :func:`get` for its redirects).
+_ORIGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("origin", default=None)
 
-    def __init__(self, allow_private: bool):
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks, then connects to the checked address (no second lookup).
+
+    ``connected`` (the feeds client's): the address each host was first reached at in
+    this pass, written here, where the connection is made. It decides whether a feed is
+    on the LAN (:func:`on_the_lan`), and it guards the feeds' redirects: a feed's own
+    host may be anywhere (the owner chose it), but a redirect leads onto a private
+    address only from a feed that is itself on one."""
+
+    def __init__(self, allow_private: bool, connected: dict[str, str] | None = None):
         self._inner = httpcore.AnyIOBackend()
         self._allow_private = allow_private
+        self._connected = connected
+
+    def _check_redirect(self, host: str, addresses: list[str]) -> None:
+        origin = _ORIGIN.get()
+        if self._connected is None or origin is None or host == origin:
+            return
+        private = [a for a in addresses if is_private_address(a)]
+        came_from = self._connected.get(origin)
+        if private and (came_from is None or not is_private_address(came_from)):
+            raise PrivateAddressRefused(
+                f"refused: a redirect from {origin}, on the internet, to {host}, "
+                f"a private address ({private[0]})"
+            )
 
     async def connect_tcp(  # the signature is httpcore's
         self,
@@ -168,14 +195,19 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
                 raise PrivateAddressRefused(
                     f"refused: {host} resolves to a private address ({refused[0]})"
                 )
+        self._check_redirect(host, addresses)
         error: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(
+                stream = await self._inner.connect_tcp(
                     address, port, timeout, local_address, socket_options
                 )
             except httpcore.ConnectError as exc:
                 error = exc
+            else:
+                if self._connected is not None:
+                    self._connected.setdefault(host, address)  # once per pass
+                return stream
         raise error or httpcore.ConnectError(f"no address for {host}")
 
     async def connect_unix_socket(
@@ -199,7 +231,9 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class _GuardedTransport(httpx.AsyncHTTPTransport):
-    def __init__(self, *, allow_private: bool, limits: httpx.Limits):
+    def __init__(
+        self, *, allow_private: bool, limits: httpx.Limits, connected: dict[str, str] | None
+    ):
         super().__init__(limits=limits, verify=_ssl_context())
         # httpx builds its httpcore pool without a network backend option; rebuild it
         # with ours (tests/test_fetch.py fails loudly should httpx change this).
@@ -208,7 +242,7 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_GuardedBackend(allow_private),
+            network_backend=_GuardedBackend(allow_private, connected),
         )
 
 
@@ -222,15 +256,20 @@ def make_client(
     *,
     allow_private: bool = True,
     agent: str = DEFAULT_USER_AGENT,
+    connected: dict[str, str] | None = None,
 ) -> httpx.AsyncClient:
-    """One client per pass and policy: connection reuse across feeds and pages of a host."""
+    """One client per pass and policy: connection reuse across feeds and pages of a host.
+    ``connected``: the feeds client's record of where each host was reached (see
+    :class:`_GuardedBackend`)."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     return httpx.AsyncClient(
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
         timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
         headers={"User-Agent": user_agent(agent), "Accept-Encoding": ACCEPT_ENCODING},
-        transport=_GuardedTransport(allow_private=allow_private, limits=limits),
+        transport=_GuardedTransport(
+            allow_private=allow_private, limits=limits, connected=connected
+        ),
     )
 
 
@@ -244,11 +283,25 @@ async def warm_up() -> None:
 
 
 async def host_is_private(host: str) -> bool:
-    """Whether ``host`` (a feed's) is on the LAN: any of its addresses private."""
+    """Whether ``host`` is on the LAN by its name alone: every one of its addresses
+    private (a name that answers one public and one loopback address is not)."""
     try:
-        return any(is_private_address(a) for a in await resolve(host))
+        addresses = await resolve(host)
     except OSError:
         return False
+    return bool(addresses) and all(is_private_address(a) for a in addresses)
+
+
+async def on_the_lan(host: str, connected: Mapping[str, str]) -> bool:
+    """Whether a feed's host counts as on the LAN, which lets its articles be fetched
+    from private addresses: the address this pass's poll of it actually connected to;
+    for a feed not polled in this pass, all of its addresses private. Never a lookup of
+    its own when the feed was polled: a name whose answers change between lookups
+    (DNS rebinding) or mix a public and a loopback address cannot steer it."""
+    address = connected.get(host)
+    if address is not None:
+        return is_private_address(address)
+    return await host_is_private(host)
 
 
 # ---------------------------------------------------------------- politeness
@@ -604,6 +657,7 @@ async def get(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
+    origin = _ORIGIN.set(_host(url))
     try:
         async with asyncio.timeout(deadline):
             return await _get(client, url, headers, max_bytes)
@@ -615,6 +669,16 @@ async def get(
         raise FetchError(_describe(exc, deadline), unreachable=_failed_host(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
+    finally:
+        _ORIGIN.reset(origin)
+
+
+def _host(url: str) -> str | None:
+    """The host as the connection sees it (IDNA, no brackets); None when there is none."""
+    try:
+        return httpx.URL(url).raw_host.decode("ascii") or None
+    except (httpx.InvalidURL, UnicodeError):
+        return None
 
 
 def _failed_host(exc: httpx.ConnectError) -> str | None:

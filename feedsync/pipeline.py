@@ -119,6 +119,8 @@ class Pass:
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._host_backoff: dict[str, int] = {}  # hosts in a 429/503 backoff: its count
         self._lan_hosts: dict[str, bool] = {}
+        # where the feeds client reached each host in this pass (fetch.on_the_lan)
+        self._connected: dict[str, str] = {}
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
@@ -226,14 +228,20 @@ class Pass:
         timeout = poll.timeout.total_seconds()
         await fetch.warm_up()
 
-        def client(allow_private: bool) -> httpx.AsyncClient:
+        def client(
+            allow_private: bool, connected: dict[str, str] | None = None
+        ) -> httpx.AsyncClient:
             return fetch.make_client(
-                timeout, poll.concurrency, allow_private=allow_private, agent=fetching.user_agent
+                timeout,
+                poll.concurrency,
+                allow_private=allow_private,
+                agent=fetching.user_agent,
+                connected=connected,
             )
 
         # feeds are the owner's choice (the LAN too); article pages only when allowed
         async with (
-            client(True) as feeds_client,
+            client(True, self._connected) as feeds_client,
             client(fetching.allow_private) as pages,
             client(True) as lan_pages,
         ):
@@ -271,11 +279,12 @@ class Pass:
             await self._on_lane(self.storage.host_clear, host)
 
     async def _on_lan(self, feed_urls: tuple[str, ...]) -> bool:
-        """Whether one of an article's feeds is on a private address (cached per pass)."""
+        """Whether one of an article's feeds is on the LAN (fetch.on_the_lan: decided by
+        where this pass reached it, once per pass)."""
         for url in feed_urls:
             host = host_of(url)
             if host not in self._lan_hosts:
-                self._lan_hosts[host] = await fetch.host_is_private(host)
+                self._lan_hosts[host] = await fetch.on_the_lan(host, self._connected)
             if self._lan_hosts[host]:
                 return True
         return False

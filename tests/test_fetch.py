@@ -183,10 +183,106 @@ def test_page_clients_refuse_private_addresses_before_any_request(server: LocalS
         ("fe80::1", True),
         ("fd00::1", True),
         ("::ffff:127.0.0.1", True),
+        ("100.64.0.1", True),  # carrier-grade NAT (RFC 6598), a Tailscale network
+        ("100.127.255.254", True),
+        ("198.18.0.1", True),  # benchmarking
         ("93.184.216.34", False),
+        ("100.128.0.1", False),  # just past the CGNAT range
         ("2606:2800:220:1:248:1893:25c8:1946", False),
         ("not-an-ip", True),
     ],
 )
 def test_private_addresses(address: str, private: bool) -> None:
     assert fetch.is_private_address(address) is private
+
+
+# ---------------------------------------------------------------- the LAN rule
+# A public address cannot exist on this machine: where a test needs one, the resolver
+# (DNS answers) or the address check for 127.0.0.1 is replaced, nothing else.
+
+
+def test_a_name_is_on_the_lan_only_when_all_its_addresses_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = {
+        "mixed.test": ["93.184.216.34", "127.0.0.1"],  # one public, one loopback
+        "nas.test": ["192.168.1.5", "fd00::5"],
+        "cgnat.test": ["100.64.3.4"],
+        "nothing.test": [],
+    }
+
+    async def resolve(host: str, port: int = 443) -> list[str]:
+        return answers[host]
+
+    monkeypatch.setattr(fetch, "resolve", resolve)
+    found = {h: asyncio.run(fetch.host_is_private(h)) for h in answers}
+    assert found == {
+        "mixed.test": False,
+        "nas.test": True,
+        "cgnat.test": True,
+        "nothing.test": False,
+    }
+
+
+def test_a_polled_feed_is_on_the_lan_by_the_address_it_was_reached_at(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decided by where the poll connected, never by a lookup of its own: a name that
+    now answers loopback (rebinding) cannot make its articles fetchable from the LAN."""
+
+    async def rebound(host: str, port: int = 443) -> list[str]:
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(fetch, "resolve", rebound)
+    connected = {"feed.test": "93.184.216.34", "nas.test": "192.168.1.5"}
+    assert asyncio.run(fetch.on_the_lan("feed.test", connected)) is False
+    assert asyncio.run(fetch.on_the_lan("nas.test", connected)) is True
+    # not polled in this pass: its name's answers decide (all private here)
+    assert asyncio.run(fetch.on_the_lan("other.test", connected)) is True
+
+
+def test_the_feeds_client_records_where_it_reached_each_host(server: LocalServer) -> None:
+    url = server.set("/feed.xml", "<rss/>", "application/rss+xml")
+    connected: dict[str, str] = {}
+
+    async def main() -> None:
+        async with fetch.make_client(timeout=5, concurrency=2, connected=connected) as client:
+            for _ in range(2):  # the second one on the pooled connection
+                await fetch.get(client, url, max_bytes=1000, deadline=5, accept=fetch.FEED_ACCEPT)
+
+    asyncio.run(main())
+    assert connected == {"127.0.0.1": "127.0.0.1"}
+
+
+def _feed_redirecting_to(server: LocalServer, target: str) -> str:
+    return server.set("/moved.xml", "", status=302, headers={"Location": target}, conditional=False)
+
+
+def _poll_feed(url: str) -> fetch.Response:
+    async def main() -> fetch.Response:
+        async with fetch.make_client(timeout=5, concurrency=2, connected={}) as client:
+            return await fetch.get(
+                client, url, max_bytes=1000, deadline=5, accept=fetch.FEED_ACCEPT
+            )
+
+    return asyncio.run(main())
+
+
+def test_a_feed_on_the_internet_cannot_redirect_onto_the_lan(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fetch.is_private_address
+    # the feed's server (127.0.0.1) plays a public one; [::1] stays what it is
+    monkeypatch.setattr(fetch, "is_private_address", lambda a: a != "127.0.0.1" and real(a))
+    port = server.base_url.rsplit(":", 1)[1]
+    feed = _feed_redirecting_to(server, f"http://[::1]:{port}/router-admin")
+    with pytest.raises(fetch.FetchError, match=r"refused: a redirect from 127\.0\.0\.1") as error:
+        _poll_feed(feed)
+    assert error.value.permanent and "private address (::1)" in str(error.value)
+
+
+def test_a_feed_on_the_lan_may_redirect_within_the_lan(server: LocalServer) -> None:
+    server.set("/feed.xml", "<rss/>", "application/rss+xml")
+    port = server.base_url.rsplit(":", 1)[1]
+    feed = _feed_redirecting_to(server, f"http://localhost:{port}/feed.xml")
+    assert _poll_feed(feed).body == b"<rss/>"

@@ -435,10 +435,10 @@ def test_an_article_on_a_private_address_is_refused_unless_its_feed_is_on_one(
     # The feed is served from loopback, as everything here; make feedsync see it as a
     # feed on the public internet (which cannot exist in this test) so that its article,
     # on 127.0.0.1, is what an attacker's link to the LAN would be.
-    async def public(host: str) -> bool:
+    async def public(host: str, connected: object) -> bool:
         return False
 
-    monkeypatch.setattr(fetch, "host_is_private", public)
+    monkeypatch.setattr(fetch, "on_the_lan", public)
     feed = site.feed("public.xml", [Item("Router admin", site.page("admin"))])
     done = world.run(feed, others_land=False)
     state, error = done.query(
@@ -457,10 +457,10 @@ def test_an_article_on_a_private_address_is_refused_unless_its_feed_is_on_one(
 def test_allow_private_lets_every_article_through(
     world: World, site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def public(host: str) -> bool:
+    async def public(host: str, connected: object) -> bool:
         return False
 
-    monkeypatch.setattr(fetch, "host_is_private", public)
+    monkeypatch.setattr(fetch, "on_the_lan", public)
     feed = site.feed("public.xml", [Item("Intranet", site.page("intranet"))])
     assert "Intranet" in world.run(feed, fetch={"allow_private": True}).titles()
     assert site.hits("/articles/intranet") == 1
