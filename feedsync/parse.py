@@ -17,6 +17,7 @@ from typing import Any
 
 import feedparser
 
+from feedsync import timestamps
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.records import Entry, ParsedFeed
@@ -151,12 +152,12 @@ def parse_feed(
     channel = result.get("feed", {})
     title = _text(channel.get("title")) or None
     ttl = channel.get("ttl")
-    minutes = int(ttl) if isinstance(ttl, str) and ttl.strip().isdigit() else None
+    ttl_hint = timestamps.hint(ttl, timedelta(minutes=1)) if isinstance(ttl, str) else None
     return ParsedFeed(
         title=title,
         entries=tuple(entries),
         skipped=len(reasons),
         skip_reasons=tuple(reasons),
         problem=problem,
-        ttl=timedelta(minutes=minutes) if minutes else None,
+        ttl=ttl_hint or None,
     )
