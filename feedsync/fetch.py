@@ -50,7 +50,7 @@ import anyio.to_thread
 import httpcore
 import httpx
 
-from feedsync import __version__
+from feedsync import __version__, timestamps
 from feedsync.canonical import host_of
 from feedsync.config import DEFAULT_USER_AGENT
 
@@ -533,15 +533,16 @@ class HostGate:
 # ---------------------------------------------------------------- hints
 
 
-_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
+_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*\"?([0-9]+)", re.IGNORECASE)
 
 
 def max_age(cache_control: str | None) -> timedelta | None:
-    """Cache-Control max-age (or s-maxage), as a duration; None when absent."""
+    """Cache-Control max-age (or s-maxage), as a duration (capped: timestamps.hint);
+    None when absent."""
     if not cache_control:
         return None
-    found = [int(n) for n in _MAX_AGE.findall(cache_control)]
-    return timedelta(seconds=max(found)) if found else None
+    found = [d for d in map(timestamps.hint, _MAX_AGE.findall(cache_control)) if d is not None]
+    return max(found) if found else None
 
 
 def retry_after(value: str | None, now: datetime) -> timedelta | None:
@@ -549,15 +550,15 @@ def retry_after(value: str | None, now: datetime) -> timedelta | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return timedelta(seconds=int(value))
+    if value.isdigit():  # ASCII or not: timestamps.hint says what counts
+        return timestamps.hint(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(when - now, timedelta(0))
+    return min(max(when - now, timedelta(0)), timestamps.LONGEST_HINT)
 
 
 # ---------------------------------------------------------------- the request
@@ -669,6 +670,10 @@ async def get(
         raise FetchError(_describe(exc, deadline), unreachable=_failed_host(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
+    except httpx.InvalidURL as exc:
+        # the link itself, or a redirect's Location (``http://0177.0.0.1/``, a host name
+        # IDNA refuses): it will not become valid by asking again
+        raise FetchError(f"not a valid URL: {exc}".splitlines()[0], permanent=True) from None
     finally:
         _ORIGIN.reset(origin)
 
@@ -716,7 +721,7 @@ async def _get(
             )
         length = response.headers.get("content-length", "")
         encoding = response.headers.get("content-encoding")
-        if length.isdigit() and not encoding and int(length) > max_bytes:
+        if length.isascii() and length.isdigit() and not encoding and int(length) > max_bytes:
             raise FetchError(f"body larger than {max_bytes} bytes ({length} announced)")
         decoder = _Decoder(encoding, max_bytes)
         chunks: list[bytes] = []

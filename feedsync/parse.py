@@ -18,6 +18,7 @@ from typing import Any
 
 import feedparser
 
+from feedsync import timestamps
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.records import Entry, ParsedFeed
@@ -184,12 +185,12 @@ def parse_feed(
     # stored whole, and printed by `feedsync feeds`)
     title = _text(channel.get("title"))[:MAX_TITLE_CHARS] or None
     ttl = channel.get("ttl")
-    minutes = int(ttl) if isinstance(ttl, str) and ttl.strip().isdigit() else None
+    ttl_hint = timestamps.hint(ttl, timedelta(minutes=1)) if isinstance(ttl, str) else None
     return ParsedFeed(
         title=title,
         entries=tuple(entries),
         skipped=len(reasons),
         skip_reasons=tuple(reasons),
         problem=problem,
-        ttl=timedelta(minutes=minutes) if minutes else None,
+        ttl=ttl_hint or None,
     )

@@ -45,14 +45,14 @@ from typing import ParamSpec, TypeVar
 
 import httpx
 
-from feedsync import decide, fetch, timestamps
+from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
 from feedsync.config import Config
 from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress
 from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
-from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull
+from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, StorageUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -141,9 +141,12 @@ class Pass:
         the summary has been printed: the pass itself is done and recorded."""
         started = time.monotonic()
         ended_early = True
+        broken: Exception | None = None  # what ended the pass (the database's own trouble)
         try:
             asyncio.run(self._run_until_stopped())
             ended_early = self.stopping
+        except Exception as exc:  # the save below is still tried: what was done is kept
+            broken = exc
         finally:
             self._extractor.close(kill=ended_early)
             self._lane.shutdown(wait=True)  # the transaction in progress finishes
@@ -170,6 +173,8 @@ class Pass:
                 failure = exc
                 self.stats.snapshot = "failed"
         self.progress.finish(self.stats, time.monotonic() - started)
+        if broken is not None:
+            raise broken
         if failure is not None:
             raise failure
         return self.stats
@@ -292,6 +297,21 @@ class Pass:
     # ------------------------------------------------------------ stages 1-2
 
     async def _poll(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
+        """One feed's poll, its failures contained: whatever goes wrong with it (any
+        exception type: a parser, a header, a library bug on hostile input) is recorded
+        on the feed and the pass goes on with the others."""
+        try:
+            await self._poll_feed(feed, in_memory)
+        except StorageUnavailable:
+            raise  # the server is down: the pass ends, the daemon waits for it
+        except Exception as exc:
+            reason = _unexpected(exc)
+            logs.LOGGER.debug("feed %s: %s", feed.url, reason, exc_info=True)
+            # this write failing too means the database's own trouble: that ends the pass
+            await self._on_lane(self._record_failure, feed, reason)
+            self._count_feed(feed, _FeedOutcome(error=reason))
+
+    async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
         poll = self.config.poll
         host = host_of(feed.url)
         if self.stats.not_taking is not None:  # no room for new entries: poll it later
@@ -537,6 +557,19 @@ class Pass:
                 task.result()  # a bug in _extract must surface, not vanish
 
     async def _extract(self, job: ArticleJob) -> None:
+        """One article, its failures contained like a feed's (see _poll): recorded on the
+        article as a failed attempt, retried later with the usual backoff."""
+        try:
+            await self._extract_article(job)
+        except StorageUnavailable:
+            raise
+        except Exception as exc:
+            reason = _unexpected(exc)
+            logs.LOGGER.debug("article %s: %s", job.url, reason, exc_info=True)
+            await self._record_extract_failure(job, reason, permanent=False)
+            self.progress.article_done()
+
+    async def _extract_article(self, job: ArticleJob) -> None:
         config = self.config
         host = host_of(job.url)
         if self._gate.blocked(host):  # the host asked us to wait: later, no attempt spent
@@ -612,6 +645,12 @@ class Pass:
                 f"retried after {outcome.next_attempt_at})",
                 job.url,
             )
+
+
+def _unexpected(exc: BaseException) -> str:
+    """A one-line reason for a failure no stage foresaw, fit for ``last_error``."""
+    text = f"{exc}".strip().splitlines()[0][:300] if str(exc).strip() else ""
+    return f"unexpected {type(exc).__name__}" + (f": {text}" if text else "")
 
 
 class _SharedHosts:

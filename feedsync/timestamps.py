@@ -14,6 +14,25 @@ from datetime import UTC, datetime, timedelta
 
 FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+# The longest duration a server's hint (Retry-After, max-age, <ttl>) can mean to us: a
+# 20-digit number must not overflow ``timedelta`` (OverflowError) nor the year 9999.
+LONGEST_HINT = timedelta(days=366)
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def hint(text: str | None, unit: timedelta = timedelta(seconds=1)) -> timedelta | None:
+    """A server's duration hint given as ASCII digits (``"3600"``), in ``unit``s, capped
+    at LONGEST_HINT; None for anything else (``"-1"``, ``"1.5"``, ``"²"``, empty)."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not _DIGITS.fullmatch(text):
+        return None
+    # compare the digits' count first: int() of a 5,000-digit header is refused by Python
+    longest = LONGEST_HINT // unit
+    if len(text) > len(str(longest)):
+        return LONGEST_HINT
+    return min(int(text), longest) * unit
 
 
 def now() -> datetime:

@@ -23,7 +23,7 @@ from typing import Any
 import hostile
 import pytest
 import sitegen
-from conftest import FeedsyncEnv, Site, live_and_card, what_feedsync_sees
+from conftest import FeedsyncEnv, Site, live_and_card, power_loss, what_feedsync_sees
 from sitegen import Item
 
 from feedsync import config as config_module
@@ -77,9 +77,10 @@ class World:
         self.good = site.feed("good.xml", [Item("Good story", site.page("good-story"))])
 
     def run(self, *feeds: str, others_land: bool = True, **sections: dict[str, Any]) -> Outcome:
-        """One pass in this process. Whatever the hostile feeds do, it must end in bounded
-        time (the 2 s request deadline, a few requests) and memory (1 MB caps), and, unless
-        a test says otherwise, the good feed's story must land beside them."""
+        """One pass in this process. Whatever the hostile feeds do, it must end (the 2 s
+        request deadline; each test checks the reason recorded, not the clock, which a
+        busy machine slows) within bounded memory (1 MB caps), and, unless a test says
+        otherwise, the good feed's story must land beside them."""
         raw: dict[str, Any] = {
             "storage": {"db": str(self.db)},
             "poll": {"timeout": "2s", "max_feed_bytes": "1MB"},
@@ -103,7 +104,6 @@ class World:
             tracemalloc.stop()
             storage.close()
         done = Outcome(stats, seconds, peak, self.db, err.getvalue())
-        assert done.seconds < 30, done.seconds
         assert done.peak_bytes < 32 * MB, done.peak_bytes
         if others_land:
             assert "Good story" in done.titles(), done.stderr
@@ -126,8 +126,7 @@ def other_host(url: str) -> str:
 def test_a_trickling_server_is_cut_at_the_deadline(world: World, site: Site) -> None:
     slow = site.server.set("/slow.xml", b"", handler=hostile.trickle())
     done = world.run(slow)
-    assert done.feed(slow)["last_error"] == "timed out after 2s"
-    assert done.seconds < 10
+    assert done.feed(slow)["last_error"] == "timed out after 2s"  # not the 60 s it takes
     assert "Good story" in done.titles()
 
 
@@ -136,13 +135,16 @@ def test_an_endless_body_stops_at_the_cap(world: World, site: Site) -> None:
     done = world.run(endless)
     assert done.feed(endless)["last_error"] == TOO_LARGE
     assert done.peak_bytes < 16 * MB, done.peak_bytes
-    assert done.seconds < 20
     assert "Good story" in done.titles()
 
 
 def test_a_gzip_bomb_stops_at_the_cap_without_inflating(world: World, site: Site) -> None:
     bomb = site.server.set("/bomb.xml", b"", handler=hostile.gzip_bomb)
-    done = world.run(bomb)  # 200 MB of zeros once decompressed
+    # made before the pass, and a deadline the cap comes well before: on a busy machine,
+    # compressing the bomb inside the server's handler once took longer than the 2 s
+    # deadline and the test saw "timed out" instead of the cap it is about
+    hostile.bomb_bytes()
+    done = world.run(bomb, poll={"timeout": "60s"})  # 200 MB of zeros once decompressed
     assert done.feed(bomb)["last_error"] == TOO_LARGE
     assert done.peak_bytes < 16 * MB, done.peak_bytes
     assert "Good story" in done.titles()
@@ -156,7 +158,6 @@ def test_a_wrong_content_length_and_a_reset_are_broken_connections(
     done = world.run(short, reset)
     assert done.feed(short)["last_error"].startswith("connection broken")
     assert done.feed(reset)["last_error"].startswith("connection broken")
-    assert done.seconds < 10
     assert "Good story" in done.titles()
 
 
@@ -464,3 +465,61 @@ def test_allow_private_lets_every_article_through(
     feed = site.feed("public.xml", [Item("Intranet", site.page("intranet"))])
     assert "Intranet" in world.run(feed, fetch={"allow_private": True}).titles()
     assert site.hits("/articles/intranet") == 1
+
+
+# ---------------------------------------------------------------- containment
+
+
+def test_no_header_or_link_stops_the_run(fs_card: FeedsyncEnv, site: Site) -> None:
+    """Issue 20, 1: each of these once ended the whole run with "internal error" (exit 1),
+    the good story unsaved and no save to the card. Now each is recorded on its feed or
+    article, the run exits 0, the good story lands and reaches the card."""
+    good = site.feed("good.xml", [Item("Good story", site.page("good-story"))])
+    to_js = site.server.set(
+        "/js.xml", "", status=302, headers={"Location": "javascript:alert(1)"}, conditional=False
+    )
+    to_data = site.server.set(
+        "/data.xml", "", status=302, headers={"Location": "data:text/xml,<rss/>"}, conditional=False
+    )
+    forever = site.server.set(
+        "/forever.xml",
+        sitegen.rss2("F", site.url("/"), [Item("Cached story", site.page("cached"))]),
+        "application/rss+xml",
+        headers={"Cache-Control": "max-age=" + "9" * 20},
+    )
+    refused = other_host(
+        site.server.set(
+            "/refused.xml", "no", status=429, headers={"Retry-After": "9" * 20}, conditional=False
+        )
+    )
+    bad_page = site.server.set(
+        "/articles/to-js", "", status=302, headers={"Location": "javascript:x"}, conditional=False
+    )
+    odd_links = site.feed(
+        "odd-links.xml",
+        [Item("Octal host", "http://0177.0.0.1/"), Item("Page to javascript", bad_page)],
+    )
+    fs_card.configure([good, to_js, to_data, forever, refused, odd_links])
+    done = fs_card.run("run")
+    assert "internal error" not in done.stderr
+    titles = {row[0] for row in fs_card.query("SELECT title FROM news")}
+    assert {"Good story", "Cached story"} <= titles
+    errors = dict(fs_card.query("SELECT url, last_error FROM feeds"))
+    assert errors[to_js] and errors[to_data] and errors[refused].startswith("HTTP 429")
+    assert errors[good] is None and errors[forever] is None
+    # the articles that cannot be fetched are recorded, never retried for ever
+    states = dict(fs_card.query("SELECT title, state FROM news_summary"))
+    assert states["Page to javascript"] in {"failed", "gone"}
+    assert states.get("Octal host") in {None, "failed", "gone"}  # skipped, or recorded
+    # the host that asked for 20 digits of seconds is left alone for [fetch]
+    # max_retry_after (6 h by default), and the feed that is "fresh" for as long is
+    # polled again within [poll] max_interval
+    (not_before,) = fs_card.query("SELECT not_before FROM hosts WHERE host = 'localhost'")[0]
+    assert seconds_from_now(not_before) <= 6 * 3600 + 60
+    # and the save reached the card: what a power cut leaves has the good story
+    power_loss(fs_card)
+    card = sqlite3.connect(f"file:{fs_card.card_path}?mode=ro", uri=True)
+    try:
+        assert card.execute("SELECT count(*) FROM news WHERE title = 'Good story'").fetchone()[0]
+    finally:
+        card.close()

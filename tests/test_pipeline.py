@@ -346,3 +346,65 @@ def test_a_stopped_pass_leaves_no_request_behind(fs: FeedsyncEnv, site: Site) ->
     fs.run("run")
     assert news_titles(fs) == sorted(f"Story {n}" for n in range(4))
     assert sorted(site.article_hits().values()) in ([1, 1, 1, 1], [1, 1, 1, 2])
+
+
+def test_an_unforeseen_exception_stays_with_its_feed_or_its_article(
+    fs: FeedsyncEnv, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Containment (issue 20): an exception no stage foresaw (here: a library bug, which
+    cannot be produced on purpose, so it is injected) is recorded on the one feed or
+    article it hit, and the pass goes on to the others and to its save."""
+    from feedsync import config as config_module
+    from feedsync import fetch
+    from feedsync.extract import Extractor
+    from feedsync.pipeline import Pass
+    from feedsync.progress import PlainProgress
+    from feedsync.storage import open_storage
+
+    cursed = site.feed("cursed.xml", [Item("Never read", site.page("never"), hours(1))])
+    fine = site.feed(
+        "fine.xml",
+        [
+            Item("Fine story", site.page("fine"), hours(1)),
+            Item("Cursed page", site.page("cursed-page"), hours(2)),
+        ],
+    )
+    real_get, real_extract = fetch.get, Extractor.extract
+
+    async def get(client: object, url: str, **options: object) -> fetch.Response:
+        if url == cursed:
+            raise RuntimeError("a library bug\nwith a second line")
+        return await real_get(client, url, **options)  # type: ignore[arg-type]
+
+    async def extract(self: Extractor, body: bytes, url: str, *rest: object) -> object:
+        if url.endswith("/cursed-page"):
+            raise KeyError("boom")
+        return await real_extract(self, body, url, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fetch, "get", get)
+    monkeypatch.setattr(Extractor, "extract", extract)
+    fs.configure([cursed, fine])
+    config = config_module.load(str(fs.config_path))
+    storage = open_storage(config.storage)
+    err = io.StringIO()
+    try:
+        storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
+        stats = Pass(
+            config, storage, PlainProgress(out=io.StringIO(), err=err), snapshot=True
+        ).run()
+    finally:
+        storage.close()
+    assert stats.feed_errors == 1 and stats.extracted == 1 and stats.extract_failed == 1
+    assert "unexpected RuntimeError: a library bug" in err.getvalue()
+    assert fs.scalar("SELECT last_error FROM feeds WHERE url = ?", cursed) == (
+        "unexpected RuntimeError: a library bug"
+    )
+    assert fs.query(
+        "SELECT state, attempts, last_error FROM news_summary WHERE title = ?", "Cursed page"
+    ) == [("failed", 1, "unexpected KeyError: 'boom'")]
+    assert news_titles(fs) == ["Fine story"]
+    # the next run (the bug gone) brings the rest, each page once
+    monkeypatch.undo()
+    fs.run("run")
+    assert news_titles(fs) == ["Cursed page", "Fine story", "Never read"]
+    assert sorted(site.article_hits().values()) == [1, 1, 2]
