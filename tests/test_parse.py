@@ -390,3 +390,26 @@ def test_mutated_real_feeds_never_break_parse_and_stage(
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.published
         )
     _stage(fuzz_storage, fuzz_storage.feeds_to_poll()[0].id, parsed)
+
+
+def test_an_archive_of_a_feed_is_read_to_its_newest_entries() -> None:
+    """A feed of 2,500 entries, oldest first (some are): the newest MAX_ENTRIES are read,
+    the rest counted as skipped and said on the feed, so a 100,000-entry archive costs a
+    bounded parse and stage (it once took a minute of CPU, past a Pi's watchdog)."""
+    from feedsync.parse import MAX_ENTRIES
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    items = [
+        Item(f"Story {n}", f"https://example.com/{n}", start + timedelta(minutes=n))
+        for n in range(MAX_ENTRIES + 500)
+    ]
+    items.insert(10, Item("Undated", "https://example.com/undated"))
+    body = sitegen.rss2("archive", "https://example.com/", items).encode()
+    parsed = parse_feed(
+        body, "https://example.com/feed.xml", start + timedelta(days=30), "application/rss+xml"
+    )
+    titles = [e.title for e in parsed.entries]
+    assert len(titles) == MAX_ENTRIES
+    assert titles[0] == "Story 500" and titles[-1] == f"Story {MAX_ENTRIES + 499}"
+    assert parsed.skipped == 501 and "Undated" not in titles
+    assert parsed.warning == f"501 entries skipped: beyond the newest {MAX_ENTRIES} (501)"
