@@ -280,6 +280,12 @@ class Pass:
         return block.wait
 
     async def _host_answered(self, host: str) -> None:
+        """A good answer ends the host's backoff, unless the host is blocked right now:
+        then the answer is from a request sent before the refusal, and the refusal
+        stands (found by tests/test_pipeline_fuzz.py: a 200 arriving after a 429 of the
+        same moment erased the wait from the database, so the next pass asked again)."""
+        if self._gate.blocked(host):
+            return
         if self._host_backoff.pop(host, None) is not None:
             await self._on_lane(self.storage.host_clear, host)
 

@@ -23,7 +23,14 @@ from typing import Any
 import hostile
 import pytest
 import sitegen
-from conftest import FeedsyncEnv, Site, live_and_card, power_loss, what_feedsync_sees
+from conftest import (
+    FeedsyncEnv,
+    Site,
+    live_and_card,
+    power_loss,
+    wait_until,
+    what_feedsync_sees,
+)
 from sitegen import Item
 
 from feedsync import config as config_module
@@ -198,6 +205,41 @@ def test_429_with_retry_after_seconds_silences_the_host_for_every_pass(
     assert site.hits("/busy.xml") == 1
     assert second.stats.deferred == 1
     assert site.hits("/feeds/good.xml") == 2  # the other host is polled as usual
+
+
+def test_a_good_answer_sent_before_a_429_does_not_lift_it(world: World, site: Site) -> None:
+    """Two feeds of one host in flight together: one says 429, the other's 200 comes
+    after (its server waits until the 429 is recorded). The host's wait stands, in the
+    database too, so the next pass does not ask it before its Retry-After."""
+    busy = other_host(
+        site.server.set(
+            "/busy.xml", "slow down", status=429, headers={"Retry-After": "120"}, conditional=False
+        )
+    )
+    late_body = sitegen.rss2("late", site.url("/"), [Item("Late story", site.page("late"))])
+
+    def after_the_429(request: Any) -> None:
+        def recorded() -> bool:
+            return world.db.exists() and bool(
+                Outcome(RunStats(), 0, 0, world.db, "").query(
+                    "SELECT 1 FROM hosts WHERE host = 'localhost'"
+                )
+            )
+
+        wait_until(recorded, "the 429 recorded", timeout=60)
+        request.send_response(200)
+        request.send_header("Content-Type", "application/rss+xml")
+        request.send_header("Content-Length", str(len(late_body.encode())))
+        request.end_headers()
+        request.wfile.write(late_body.encode())
+        request.close_connection = True
+
+    late = other_host(site.server.set("/late.xml", b"", handler=after_the_429))
+    first = world.run(busy, late, poll={"per_host": 2})
+    assert host_row(first, "localhost") is not None
+    assert 110 < seconds_from_now(host_row(first, "localhost")[0]) <= 121
+    world.run(busy, late, poll={"per_host": 2})
+    assert site.hits("/busy.xml") == 1 and site.hits("/late.xml") == 1
 
 
 def test_429_with_an_http_date_is_capped(world: World, site: Site) -> None:
