@@ -222,6 +222,7 @@ class Daemon:
             due_only=True,
             stop=self._stop,
             rng=self._rng,
+            save_every=self.config.storage.snapshot_interval,
         ).run()
         if stats.not_taking is None and ROOM_PROBLEMS[0] in self._room:
             self._room.discard(ROOM_PROBLEMS[0])

@@ -97,11 +97,14 @@ class Pass:
         rng: random.Random | None = None,
         only: set[int] | None = None,
         extract: bool = True,
+        save_every: timedelta | None = None,
     ):
         """``due_only``: poll only the feeds whose next poll time has come (the daemon,
         ``run --due``), not every enabled feed. ``stop``: when set, the pass stops taking
         new work, lets the transaction in progress finish, gives back the rows it holds
-        and ends early."""
+        and ends early. ``save_every`` (the daemon's ``snapshot_interval``): a pass that
+        runs longer saves to the card on its way, between feeds and between articles, so
+        a long pass never holds back the save (the daemon's own save job waits for it)."""
         self.config = config
         self.storage = storage
         self.progress = progress
@@ -114,6 +117,7 @@ class Pass:
         self.stop = stop
         self.rng = rng or random.Random()
         self.stats = RunStats()
+        self.save_every = save_every
         self._gate = fetch.HostGate(1, 1)  # the pass's own, set up in _run
         self._due_before: str | None = None  # due-only passes: the feeds' due time, in _run
         self._clients: dict[str, httpx.AsyncClient] = {}
@@ -251,14 +255,38 @@ class Pass:
             client(True) as lan_pages,
         ):
             self._clients = {"feeds": feeds_client, "pages": pages, "lan_pages": lan_pages}
-            self.progress.start_feeds(len(feeds))
-            # Bodies waiting for the parser count against the same bound as downloads,
-            # so at most `concurrency` feed documents are in memory at once.
-            in_memory = asyncio.Semaphore(poll.concurrency)
-            await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
-            if self.extract:
-                self.progress.start_articles()
-                await self._drain_queue(due_before=started_at)
+            saver = None
+            if self.save_every is not None:
+                every = max(self.save_every.total_seconds(), 1.0)
+                saver = asyncio.create_task(self._keep_saving(every))
+            try:
+                self.progress.start_feeds(len(feeds))
+                # Bodies waiting for the parser count against the same bound as
+                # downloads, so at most `concurrency` feed documents are in memory at once.
+                in_memory = asyncio.Semaphore(poll.concurrency)
+                await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
+                if self.extract:
+                    self.progress.start_articles()
+                    await self._drain_queue(due_before=started_at)
+            finally:
+                if saver is not None:
+                    saver.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await saver
+
+    async def _keep_saving(self, every: float) -> None:
+        """Beside the pass: a save to the card every ``every`` seconds, on the lane
+        between two transactions (the save of the live database is consistent at any
+        of them). Its trouble is said, not raised: what is not saved stays in RAM for
+        the next save."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self._on_lane(self.storage.snapshot)
+            except StorageUnavailable:
+                return
+            except StorageError as exc:
+                self.progress.problem(f"save during the pass: {exc}")
 
     # ------------------------------------------------------------ hosts
 

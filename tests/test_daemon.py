@@ -8,9 +8,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+import sitegen
 from conftest import CardMount, FeedsyncEnv, RunningDaemon, Site, wait_until
 from sitegen import Item
 
@@ -276,3 +278,52 @@ def test_no_room_in_ram_is_said_once_and_shown_until_there_is(
     wait_until(lambda: titles(fs_card) == {"Waiting story"}, "the story, once there is room")
     assert again.stop() == 0
     assert "not taking" not in again.output()
+
+
+def test_a_long_pass_saves_on_its_way(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """Saves never wait on polling: the daemon's save job cannot run while a pass does,
+    so a pass that lasts longer than ``snapshot_interval`` saves on its way. Here the
+    last page is held by the server until the card has the first articles: a power cut
+    at that moment would keep them."""
+    release = threading.Event()
+    html = sitegen.article_page("Held story", seed="held").encode()
+
+    def held(request: BaseHTTPRequestHandler) -> None:
+        release.wait(120)
+        request.send_response(200)
+        request.send_header("Content-Type", "text/html; charset=utf-8")
+        request.send_header("Content-Length", str(len(html)))
+        request.end_headers()
+        request.wfile.write(html)
+        request.close_connection = True
+
+    items = [Item(f"Story {n}", site.page(f"story-{n}")) for n in range(3)]
+    items.append(Item("Held story", site.server.set("/articles/held", b"", handler=held)))
+    fs_card.configure(
+        [site.feed("f.xml", items)],
+        storage={"snapshot_interval": "1s"},
+        poll={"concurrency": 1, "per_host": 1, "timeout": "120s"},
+        daemon=FAST["daemon"],
+    )
+
+    def on_the_card() -> int:
+        if not fs_card.card_path.exists():
+            return 0
+        card = sqlite3.connect(f"file:{fs_card.card_path}?mode=ro", uri=True, timeout=30)
+        try:
+            return int(card.execute("SELECT count(*) FROM news").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+        finally:
+            card.close()
+
+    daemon = start_daemon()
+    try:
+        wait_until(lambda: on_the_card() >= 3, "the first articles saved during the pass")
+        assert site.hits("/articles/held") == 1  # the pass is still waiting for its page
+    finally:
+        release.set()
+    wait_until(lambda: on_the_card() == 4, "the held story saved too")
+    assert daemon.stop() == 0
