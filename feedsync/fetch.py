@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.lowlevel
@@ -390,14 +391,14 @@ class HostGate:
     def block(self, host: str, seconds: float) -> None:
         self.not_before[host] = max(self.not_before.get(host, 0.0), time.monotonic() + seconds)
 
-    def _may_send(self, host: str) -> None:
-        """Raise instead of letting a request go to a host that said 429/503 or that could
-        not be reached in this pass."""
+    def _may_send(self, host: str, origin: str | None) -> None:
+        """Raise instead of letting a request go to a host that said 429/503 or to an
+        origin (host and port) that could not be reached in this pass."""
         if self.blocked(host):
             raise HostBlocked(host)
-        if host in self.unreachable:
+        if origin and origin in self.unreachable:
             raise FetchError(
-                f"{self.unreachable[host]} (not tried: {host} could not be reached "
+                f"{self.unreachable[origin]} (not tried: {origin} could not be reached "
                 "earlier in this pass)"
             )
 
@@ -407,6 +408,7 @@ class HostGate:
         host: str,
         first: Callable[[], Awaitable[bool]] | None = None,
         ready: Callable[[], Awaitable[object]] | None = None,
+        origin: str | None = None,
     ) -> AsyncIterator[bool]:
         """The right to start one request to ``host`` now, until the block ends.
 
@@ -415,6 +417,7 @@ class HostGate:
         turn is spent. ``ready``: what else the request needs before it goes (a feed: room
         in memory for its body, the caller's to give back), awaited with the global slot
         once the turn has come: waiting for the host holds none of it either.
+        ``origin``: the request's :func:`origin_of`, for what is known unreachable.
 
         Raises :class:`HostBlocked`, or the :class:`FetchError` of an unreachable host,
         instead of a go (see the class); a :class:`FetchError` from the block that says
@@ -425,9 +428,10 @@ class HostGate:
             if first is not None and not await first():
                 yield False
                 return
-            self._may_send(host)
+            self._may_send(host, origin)
             async with self._turn_and_total(host, ready):
-                self._may_send(host)  # the turn took time: what other requests met meanwhile
+                # the turn took time: what other requests met meanwhile
+                self._may_send(host, origin)
                 try:
                     yield True
                 except FetchError as exc:
@@ -687,12 +691,25 @@ def _host(url: str) -> str | None:
 
 
 def _failed_host(exc: httpx.ConnectError) -> str | None:
-    """The host a connection failed to: that of the hop that failed (a redirect may lead
-    from a live host to a dead one), spelled as the gate's keys are (``host_of``)."""
+    """Where a connection failed: the origin (:func:`origin_of`) of the hop that failed
+    (a redirect may lead from a live host to a dead one)."""
     try:
-        return host_of(str(exc.request.url)) or None
+        return origin_of(str(exc.request.url)) or None
     except RuntimeError:  # httpx sets the request on what it raises; just in case
         return None
+
+
+def origin_of(url: str) -> str:
+    """``host:port`` of a URL (the scheme's default port when none is given); '' when
+    it has none. What "unreachable" is known of: a feed or a link to a dead port of a
+    host (``https://news.example:1/``) must not settle the work of the host's live one."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return ""
+    host = host_of(url)
+    return f"{host}:{port}" if host else ""
 
 
 async def _get(

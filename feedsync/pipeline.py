@@ -363,6 +363,7 @@ class Pass:
                 # turn has come: a feed waiting for its host holds none
                 async with self._gate.slot(
                     host,
+                    origin=fetch.origin_of(feed.url),
                     first=lambda: self._on_lane(self._claim_feed, feed),
                     ready=lambda: memory.enter_async_context(in_memory),
                 ) as claimed:
@@ -613,7 +614,7 @@ class Pass:
             return
         lan = config.fetch.allow_private or await self._on_lan(job.feed_urls)
         try:
-            async with self._gate.slot(host):
+            async with self._gate.slot(host, origin=fetch.origin_of(job.url)):
                 page = await fetch.get(
                     self._clients["lan_pages" if lan else "pages"],
                     job.url,

@@ -209,3 +209,31 @@ def test_an_unreachable_host_is_tried_once_and_all_its_work_settled(
     on_nowhere = [(e,) for url, _, _, e in articles if "name.invalid" in url]
     assert tried(on_refused) == 1, on_refused
     assert tried(on_nowhere + [(e,) for e, _ in feeds]) == 1, (on_nowhere, feeds)
+
+
+def test_a_dead_port_of_a_host_does_not_settle_the_live_ones_work(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Found by tests/test_pipeline_fuzz.py: a feed redirecting to a dead port of the
+    host the other feeds live on (or an entry linking to one) made every later request
+    to that host "not tried: could not be reached" for the pass, the good story beside
+    it included. What is unreachable is a host and port."""
+    with refused_port() as port:
+        dead = f"http://127.0.0.1:{port}/feed.xml"
+        moved = site.server.set(
+            "/moved.xml", "", status=302, headers={"Location": dead}, conditional=False
+        )
+        links_dead = site.feed(
+            "links-dead.xml",
+            [
+                Item("Dead link", f"http://127.0.0.1:{port}/article", NOW),
+                Item("Good story", site.page("good-story"), NOW - timedelta(minutes=1)),
+            ],
+        )
+        # per_host 1: one request at a time, the dead ones first
+        fs.configure([moved, links_dead], poll={"per_host": 1, "concurrency": 1})
+        fs.run_json()
+    assert "cannot connect" in fs.scalar("SELECT last_error FROM feeds WHERE url = ?", moved)
+    states = dict(fs.query("SELECT title, state FROM news_summary"))
+    assert states == {"Dead link": "failed", "Good story": "done"}, states
+    assert site.hits("/articles/good-story") == 1
