@@ -50,7 +50,9 @@ def _feedsync(bench: Bench, world: World, rep: int) -> Side:
     again = last_json(steady.stdout)
     if again["not_modified"] != len(world.feed_paths) or again["staged"]:
         raise BenchError(f"feedsync's second pass was not all 304s: {again}")
-    size = sum(p.stat().st_size for p in folder.glob("feedsync.db*"))
+    # both files: the live database (feedsync-live.db, beside it without a [storage]
+    # snapshot) and the card database (feedsync.db), with their journals
+    size = sum(p.stat().st_size for p in folder.glob("feedsync*.db*"))
     nothing = bench.config(folder / "empty.toml", [], db=folder / "empty.db")
     empty = measure(bench.driver("feedsync_pass.py", str(nothing), "--no-extract"))
     shutil.rmtree(folder)
