@@ -49,19 +49,44 @@ def tokens(text: str) -> list[str]:
     return words
 
 
+# Bit counting for the simhash, eight bits at a time: _SPREAD[b] holds bit j of the byte b
+# in a lane of its own, _LANE bits wide (j * _LANE), so adding spread bytes counts, for
+# each of their 8 bits, how many were set. A 64-step Python loop per shingle was ~13 ms
+# of an article's extraction; eight additions are ~1 ms in all.
+_LANE = 32  # counts up to 2**32 shingles
+_LANE_MASK = (1 << _LANE) - 1
+_SPREAD = tuple(sum(((b >> j) & 1) << (_LANE * j) for j in range(8)) for b in range(256))
+
+
 def fingerprint(text: str) -> int | None:
     """64-bit simhash over shingles of three tokens, as a signed integer (SQLite's), or
-    None for a text too short to fingerprint."""
+    None for a text too short to fingerprint.
+
+    Each shingle's 64-bit blake2b hash votes +1 for each bit it has set and -1 for each
+    it has not; a bit of the fingerprint is set where the votes are positive, that is
+    where more than half of the shingles have it set (counted in lanes, see _SPREAD)."""
     units = tokens(text)
     if len(units) < MIN_WORDS:
         return None
-    weights = [0] * BITS
-    for start in range(len(units) - SHINGLE + 1):
-        shingle = " ".join(units[start : start + SHINGLE]).encode()
-        value = int.from_bytes(hashlib.blake2b(shingle, digest_size=8).digest(), "big")
-        for bit in range(BITS):
-            weights[bit] += 1 if value >> bit & 1 else -1
-    unsigned = sum(1 << bit for bit in range(BITS) if weights[bit] > 0)
+    spread, blake2b = _SPREAD, hashlib.blake2b
+    # by byte of the hash, lowest first: the digest is big-endian, so byte k is d[7 - k]
+    b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0
+    shingles = len(units) - SHINGLE + 1
+    for start in range(shingles):
+        d = blake2b(" ".join(units[start : start + SHINGLE]).encode(), digest_size=8).digest()
+        b0 += spread[d[7]]
+        b1 += spread[d[6]]
+        b2 += spread[d[5]]
+        b3 += spread[d[4]]
+        b4 += spread[d[3]]
+        b5 += spread[d[2]]
+        b6 += spread[d[1]]
+        b7 += spread[d[0]]
+    unsigned = 0
+    for byte, lanes in enumerate((b0, b1, b2, b3, b4, b5, b6, b7)):
+        for bit in range(8):
+            if 2 * (lanes >> (_LANE * bit) & _LANE_MASK) > shingles:
+                unsigned |= 1 << (8 * byte + bit)
     return unsigned - (1 << BITS) if unsigned >= 1 << (BITS - 1) else unsigned
 
 

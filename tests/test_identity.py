@@ -15,9 +15,11 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import hypothesis.strategies as st
 import pytest
 import sitegen
 from conftest import FeedsyncEnv, Site, corpus_or_skip
+from hypothesis import given, settings
 from sitegen import Item
 
 from feedsync import identity
@@ -31,6 +33,53 @@ def ago(hours: float) -> datetime:
 
 
 # ---------------------------------------------------------------- the rules
+
+
+def _simhash_one_bit_at_a_time(text: str) -> int | None:
+    """The fingerprint as feedsync computed it until it counted bits in lanes: the
+    reference the fast one must equal, since fingerprints stored in databases are
+    compared with new ones."""
+    import hashlib
+
+    units = identity.tokens(text)
+    if len(units) < identity.MIN_WORDS:
+        return None
+    weights = [0] * 64
+    for start in range(len(units) - identity.SHINGLE + 1):
+        shingle = " ".join(units[start : start + identity.SHINGLE]).encode()
+        value = int.from_bytes(hashlib.blake2b(shingle, digest_size=8).digest(), "big")
+        for bit in range(64):
+            weights[bit] += 1 if value >> bit & 1 else -1
+    unsigned = sum(1 << bit for bit in range(64) if weights[bit] > 0)
+    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
+
+
+def test_fingerprints_are_the_ones_stored_by_earlier_versions() -> None:
+    """Values computed by the one-bit-at-a-time code, written down: a database's stored
+    fingerprints keep matching the new articles' ones."""
+    golden = {
+        " ".join(sitegen.prose("golden-one")): -8198124441753401674,
+        " ".join(sitegen.prose("golden-two", paragraphs=12)): -6739549484022679488,
+        "東京の天気、明日は晴れ。" * 30: 4612882362206920712,
+        "東京都は明日から新しい交通規則を導入すると発表しました" * 5: 4679533913025544383,
+    }
+    assert {text: identity.fingerprint(text) for text in golden} == golden
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["the", "council", "budget", "東京", "été", "a", "x" * 13]),
+            st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=14),
+        ),
+        min_size=0,
+        max_size=400,
+    )
+)
+def test_the_fast_fingerprint_equals_the_one_bit_at_a_time_one(words: list[str]) -> None:
+    text = " ".join(words)
+    assert identity.fingerprint(text) == _simhash_one_bit_at_a_time(text)
 
 
 def test_fingerprints_of_near_copies_are_close_and_of_others_far() -> None:
@@ -90,6 +139,7 @@ def test_no_two_real_news_pages_are_merged() -> None:
         for url, e in evaldata.items()
     ]
     prints = [p for p in map(identity.fingerprint, texts) if p is not None]
+    assert prints == [p for p in map(_simhash_one_bit_at_a_time, texts) if p is not None]
     distances = [identity.distance(a, b) for a, b in itertools.combinations(prints, 2)]
     assert len(prints) == 75 and len(distances) == 2775
     merged = [d for d in distances if d <= identity.MAX_DISTANCE]
