@@ -44,6 +44,18 @@ def _struct_to_datetime(value: Any) -> datetime | None:
         return None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _raw_date(raw: dict[str, Any]) -> datetime | None:
+    """An entry's date as the feed gives it: published, else updated."""
+    # dict.get: FeedParserDict.get("published_parsed") silently answers with
+    # updated_parsed (and a DeprecationWarning); the fallback is ours to make.
+    return _struct_to_datetime(dict.get(raw, "published_parsed")) or _struct_to_datetime(
+        dict.get(raw, "updated_parsed")
+    )
+
+
 def _text(value: Any) -> str:
     """A one-line field (title, author): no control characters, whitespace collapsed."""
     return " ".join(clean(value, one_line=True).split()) if isinstance(value, str) else ""
@@ -59,15 +71,13 @@ def _newest(raw_entries: list[Any], limit: int) -> tuple[list[Any], int]:
     if len(raw_entries) <= limit:
         return raw_entries, 0
 
-    def newest_first(index: int) -> tuple[int, tuple[int, ...]]:
-        raw = raw_entries[index]
-        date = dict.get(raw, "published_parsed") or dict.get(raw, "updated_parsed")
-        try:
-            return (0, tuple(-part for part in tuple(date)[:6])) if date else (1, ())
-        except TypeError:
-            return (1, ())
-
-    kept = sorted(sorted(range(len(raw_entries)), key=newest_first)[:limit])
+    dates = [_raw_date(raw) for raw in raw_entries]
+    newest_first = sorted(
+        range(len(raw_entries)),
+        key=lambda i: (dates[i] is not None, dates[i] or _EPOCH),
+        reverse=True,  # stable still: entries of one date keep their document order
+    )
+    kept = sorted(newest_first[:limit])
     return [raw_entries[i] for i in kept], len(raw_entries) - limit
 
 
@@ -99,11 +109,7 @@ def skip_reason(
 
 def _entry(raw: dict[str, Any], url: str, title: str, fetched_at: datetime) -> Entry:
     """A usable entry (see :func:`skip_reason`) in feedsync's form."""
-    # dict.get: FeedParserDict.get("published_parsed") silently answers with
-    # updated_parsed (and a DeprecationWarning); the fallback is ours to make.
-    raw_date = _struct_to_datetime(dict.get(raw, "published_parsed")) or _struct_to_datetime(
-        dict.get(raw, "updated_parsed")
-    )
+    raw_date = _raw_date(raw)
     summary = raw.get("summary")
     author = _text(raw.get("author"))[:MAX_TITLE_CHARS] or None
     guid = raw.get("id")
