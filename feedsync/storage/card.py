@@ -252,14 +252,18 @@ def _roll_back(path: Path) -> None:
     read-only connection cannot, and would fail)."""
     if not any(s.exists() for s in sidecars(path)):
         return
+    with contextlib.suppress(sqlite3.Error):  # problem_of says what is wrong with it
+        _open_and_read(path, "rw")
+
+
+def _open_and_read(path: Path, mode: str) -> None:
+    """Open the database in ``mode`` and read its schema: what makes SQLite roll back a
+    hot journal (``rw``), or refuse a file it cannot read as it is (``ro``)."""
+    conn = sqlite3.connect(uri(path, mode), uri=True, timeout=busy.BUSY_TIMEOUT_S)
     try:
-        conn = sqlite3.connect(uri(path, "rw"), uri=True, timeout=busy.BUSY_TIMEOUT_S)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        pass  # problem_of says what is wrong with it
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        conn.close()
 
 
 def _readable_as_it_is(path: Path) -> None:
@@ -268,11 +272,7 @@ def _readable_as_it_is(path: Path) -> None:
     SQLite then refuses to read the file, rightly (half a save is not a database).
     Say so in one line instead of failing later on every read."""
     try:
-        conn = sqlite3.connect(uri(path, "ro"), uri=True, timeout=busy.BUSY_TIMEOUT_S)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            conn.close()
+        _open_and_read(path, "ro")
     except sqlite3.Error as exc:
         if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
             raise CardReadOnly(
