@@ -671,7 +671,7 @@ async def get(
     except httpx.ConnectError as exc:
         if isinstance(exc.__cause__, PrivateAddressRefused):
             raise FetchError(str(exc.__cause__), permanent=True) from None
-        raise FetchError(_describe(exc, deadline), unreachable=_failed_host(exc)) from None
+        raise FetchError(_describe(exc, deadline), unreachable=_failed_origin(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
         raise FetchError(_describe(exc, deadline)) from None
     except httpx.InvalidURL as exc:
@@ -690,7 +690,7 @@ def _host(url: str) -> str | None:
         return None
 
 
-def _failed_host(exc: httpx.ConnectError) -> str | None:
+def _failed_origin(exc: httpx.ConnectError) -> str | None:
     """Where a connection failed: the origin (:func:`origin_of`) of the hop that failed
     (a redirect may lead from a live host to a dead one)."""
     try:
