@@ -12,9 +12,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from feedsync import timestamps
-from feedsync.records import Entry, FailureOutcome, Feed
+from feedsync.records import (
+    FAILED,
+    GONE,
+    NOT_MODIFIED,
+    STAGED,
+    Answer,
+    Entry,
+    FailureOutcome,
+    Feed,
+    HostWait,
+    ParsedFeed,
+    PollIntent,
+    RedirectState,
+)
 
 # A publisher's clock may run a little ahead of ours; beyond this an entry's date is
 # "in the future" and is clamped to the time we fetched it.
@@ -252,13 +266,6 @@ def host_turn(
     return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
 
 
-@dataclass(frozen=True)
-class RedirectState:
-    move_to: str | None  # change the feed's URL to this now
-    pending: str | None  # a 301 target seen, not yet trusted
-    seen: int  # on how many polls in a row
-
-
 def redirect(
     current: str, pending: str | None, seen: int, moved_to: str | None, by_308: bool
 ) -> RedirectState:
@@ -277,6 +284,133 @@ def redirect(
     if count >= 2:
         return RedirectState(moved_to, None, 0)
     return RedirectState(None, moved_to, count)
+
+
+@dataclass(frozen=True)
+class PollRules:
+    """The settings a feed poll's decision uses (``[poll]``, ``[identity]``, ``[extract]``)."""
+
+    base: timedelta
+    min_interval: timedelta
+    max_interval: timedelta
+    lookback: timedelta
+    identity_window: timedelta
+    extract_lease: timedelta | None  # None: staged rows are left free for anyone (stage only)
+
+
+NO_LEASE = "1970-01-01T00:00:00Z"  # a lease already over
+
+
+def poll(
+    feed: Feed,
+    now: datetime,
+    rules: PollRules,
+    *,
+    jitter: float,
+    owner: str,
+    answer: Answer | None = None,
+    parsed: ParsedFeed | None = None,
+    error: str | None = None,
+    hint: timedelta | None = None,
+    gone: bool = False,
+    host_wait: HostWait | None = None,
+    host_clear: str | None = None,
+) -> PollIntent:
+    """The whole of one feed poll's outcome, as one intent for ``Storage.record_poll``.
+
+    - ``error``: no feed this time (network, HTTP status, not a feed, a parser bug):
+      FAILED, retried with the failing feed's backoff and the server's ``hint``
+      (Retry-After); with ``gone`` (410) the feed is disabled instead, never deleted.
+    - ``answer`` without ``parsed``: 304, the validators still hold.
+    - ``answer`` and ``parsed``: the candidates (``candidates``), how far
+      ``latest_published`` advances (``newest_published``), the feed's title, warning
+      and validators, and the next poll at the feed's pace, no sooner than its <ttl> or
+      max-age asks.
+    A response that really is the feed (parsed, or 304) also says where the feed lives
+    (``redirect``); a failure says nothing about that. ``host_wait`` / ``host_clear``:
+    the host's politeness state, written with the poll.
+    """
+    at = timestamps.to_iso(now)
+
+    def next_at(ok: bool, asked: timedelta | None) -> str:
+        return next_poll_at(
+            feed,
+            now,
+            ok=ok,
+            hint=asked,
+            base=rules.base,
+            min_interval=rules.min_interval,
+            max_interval=rules.max_interval,
+            jitter=jitter,
+        )
+
+    def intent(next_poll: str | None, outcome: str, **fields: Any) -> PollIntent:
+        return PollIntent(
+            feed.id,
+            at,
+            next_poll,
+            outcome,
+            owner=owner,
+            host_wait=host_wait,
+            host_clear=host_clear,
+            **fields,
+        )
+
+    if error is not None or answer is None:
+        reason = error or "no answer"
+        if gone:
+            return intent(None, GONE, error=f"{reason}: the publisher removed this feed")
+        return intent(next_at(False, hint), FAILED, error=reason)
+    moved = feed_move(feed, answer)
+    if parsed is None:
+        return intent(
+            next_at(True, answer.max_age),
+            NOT_MODIFIED,
+            etag=answer.etag,
+            last_modified=answer.last_modified,
+            redirect=moved,
+        )
+    chosen = candidates(parsed.entries, feed.latest_published, rules.lookback)
+    asked = max(parsed.ttl or timedelta(0), answer.max_age or timedelta(0))
+    return intent(
+        next_at(True, asked),
+        STAGED,
+        entries=chosen,
+        newest_published=newest_published(chosen),
+        warning=parsed.warning,
+        feed_title=parsed.title,
+        etag=answer.etag,
+        last_modified=answer.last_modified,
+        redirect=moved,
+        identity=feed.identity,
+        window_start=timestamps.to_iso(now - rules.identity_window),
+        # rows this pass will not extract are left free for whoever extracts next
+        lease_until=(
+            timestamps.to_iso(now + rules.extract_lease) if rules.extract_lease else NO_LEASE
+        ),
+    )
+
+
+def feed_move(feed: Feed, answer: Answer) -> RedirectState | None:
+    """What a response that really is the feed says about its URL (``redirect``), or None
+    when nothing changes: no write."""
+    state = redirect(
+        feed.url, feed.redirect_to, feed.redirect_seen, answer.moved_to, answer.moved_by_308
+    )
+    if state == RedirectState(None, feed.redirect_to, feed.redirect_seen):
+        return None
+    return state
+
+
+def move_note(intent: PollIntent, refused: str | None, by_308: bool) -> str | None:
+    """The line worth telling about a poll's move (not an error), or None."""
+    if refused:
+        return f"cannot follow its move: {refused}; disabled"
+    move = intent.redirect
+    if move is None or move.move_to is None:
+        return None
+    how = "308" if by_308 else "301, seen twice"
+    return f"moved permanently to {move.move_to} ({how}): the feed now uses it"
 
 
 def article_published(

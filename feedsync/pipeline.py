@@ -2,11 +2,12 @@
 
 As a pipe::
 
-    storage.feeds_to_poll
+    storage.feeds_to_poll                                          -- one read
+      | claims.FeedClaims (storage.claim_feeds: batches, by host)  -- ~1 txn per many feeds
       | fetch.get (conditional GET, concurrent, per-host cap)      -- network
-      | parse.parse_feed                                           -- CPU, one feed at a time
-      | decide.candidates / decide.newest_published                -- pure
-      | storage.stage (INSERT OR IGNORE ... RETURNING, 1 txn/feed) -- dedup happens here
+      | parse.parse_feed                                           -- CPU, the parse thread
+      | decide.poll -> PollIntent (staged/304/failed/gone/moved)   -- pure
+      | storage.record_poll (INSERT OR IGNORE ... RETURNING)       -- 1 txn/feed; dedup here
     then, until the queue has nothing more for this pass:
       storage.claim_articles (lease)                               -- short txn
       | fetch.get (article page)                                   -- network, no txn open
@@ -15,10 +16,12 @@ As a pipe::
     and, for a one-shot run, at the end:
       storage.snapshot (a save: what changed, to the card)         -- the SD card's only writes
 
-Threads: the event loop does the network; every storage call and every parse runs on
-one "lane" thread, in order, so the database connection is used by one thread and the
-loop never blocks on SQLite or feedparser. No network I/O happens inside a transaction:
-each storage method is a whole transaction by itself.
+Threads: the event loop does the network; every storage call runs on one "lane"
+thread, in order, so the database connection is used by one thread and the loop never
+blocks on SQLite; feed documents are parsed on a thread of their own, so the lane runs
+only short transactions. No network I/O happens inside a transaction: each storage
+method is a whole transaction by itself. A feed poll writes once, whatever its outcome
+(the decision is one intent), and gives its host's turn back in that same write.
 
 Exactly once across overlapping processes: the staging insert names the rows it really
 created and leases them to this process; claims skip rows leased to someone else. A run
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import random
 import secrets
@@ -39,45 +43,51 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import httpx
 
 from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
+from feedsync.claims import FeedClaims, ahead_for
 from feedsync.config import Config
 from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress
-from feedsync.records import ArticleJob, Feed, RunStats, StageIntent
+from feedsync.records import (
+    GONE,
+    NOT_MODIFIED,
+    STAGED,
+    Answer,
+    ArticleJob,
+    Feed,
+    FeedClaim,
+    HostWait,
+    ParsedFeed,
+    PollIntent,
+    PollRecord,
+    RunStats,
+)
 from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, StorageUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-ZERO = timedelta(0)
-NO_LEASE = "1970-01-01T00:00:00Z"  # a lease already over
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
+
+
+# A feed poll's shared host slots, given back by its record_poll rather than by a
+# transaction of their own (_SharedHosts.give_back): set per feed task in Pass._poll.
+_HELD_SLOTS: contextvars.ContextVar[list[tuple[str, int]] | None] = contextvars.ContextVar(
+    "feedsync_held_slots", default=None
+)
 
 
 def new_owner() -> str:
     """An identity for leases, unique across hosts, processes and passes."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
-@dataclass(frozen=True)
-class _FeedOutcome:
-    staged: int = 0
-    seen: int = 0
-    skipped: int = 0
-    candidates: int = 0
-    parsed: bool = False
-    not_modified: bool = False
-    error: str | None = None
-    note: str | None = None  # worth telling, not an error (the feed moved)
-    revisions: int = 0
 
 
 class Pass:
@@ -126,6 +136,18 @@ class Pass:
         # where the feeds client reached each host in this pass (fetch.on_the_lan)
         self._connected: dict[str, str] = {}
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
+        # feed documents are parsed beside the lane, so the lane runs only short
+        # transactions (a host's turn is never stuck behind a 2,000-entry parse)
+        self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-parse")
+        self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in _run
+        self._rules = decide.PollRules(
+            base=config.poll.interval,
+            min_interval=config.poll.min_interval,
+            max_interval=config.poll.max_interval,
+            lookback=config.poll.lookback,
+            identity_window=config.identity.window,
+            extract_lease=config.extract.lease if extract else None,
+        )
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
         )
@@ -153,6 +175,7 @@ class Pass:
             broken = exc
         finally:
             self._extractor.close(kill=ended_early)
+            self._parser.shutdown(wait=True)
             self._lane.shutdown(wait=True)  # the transaction in progress finishes
             # Give back whatever this pass still holds: after a stop or an exception, the
             # claims in progress; after a whole pass, a row it staged for itself that its
@@ -216,6 +239,7 @@ class Pass:
         if self.only is not None:
             feeds = [feed for feed in feeds if feed.id in self.only]
         self.stats.feeds = len(feeds)
+        self._claims = FeedClaims(feeds, self._claim_feeds, self._claim_ahead)
         if feeds:
             # no room in RAM for what the polls would bring: none is polled (each is
             # polled when there is room again), extraction and the save go on
@@ -290,31 +314,43 @@ class Pass:
 
     # ------------------------------------------------------------ hosts
 
-    async def _host_refused(self, host: str, error: fetch.FetchError) -> timedelta:
+    def _host_block(self, host: str, error: fetch.FetchError) -> tuple[timedelta, HostWait | None]:
         """429/503: leave the host alone (Retry-After, capped, or doubling), in this pass
-        and, through the database, in every other process. A refusal while a block is
-        in force (requests in flight together) is part of that block, not a further one
+        at once and, through the database, in every other process: the returned HostWait
+        is to be written (None: nothing new to write). A refusal while a block is in force
+        (requests in flight together) is part of that block, not a further one
         (decide.host_block)."""
         left = timedelta(seconds=self._gate.blocked_for(host))
         count = self._host_backoff.get(host, 0)
         block = decide.host_block(left, count, error.retry_after, self.config.fetch.max_retry_after)
-        if block.backoff_count != count or block.wait > left:
-            self._gate.block(host, block.wait.total_seconds())
-            self._host_backoff[host] = block.backoff_count
-            until = timestamps.to_iso(self.clock() + block.wait)
+        if block.backoff_count == count and block.wait <= left:
+            return block.wait, None
+        self._gate.block(host, block.wait.total_seconds())
+        self._host_backoff[host] = block.backoff_count
+        until = timestamps.to_iso(self.clock() + block.wait)
+        return block.wait, HostWait(host, until, block.backoff_count, str(error))
+
+    async def _host_refused(self, host: str, error: fetch.FetchError) -> None:
+        """An article's 429/503: the block, written at once (a feed's goes with its poll)."""
+        _, wait = self._host_block(host, error)
+        if wait is not None:
             await self._on_lane(
-                self.storage.host_wait, host, until, block.backoff_count, str(error)
+                self.storage.host_wait, wait.host, wait.not_before, wait.backoff_count, wait.reason
             )
-        return block.wait
+
+    def _host_unblocked(self, host: str) -> str | None:
+        """A good answer ends the host's backoff (the host to clear in the database, or
+        None), unless the host is blocked right now: then the answer is from a request
+        sent before the refusal, and the refusal stands (found by
+        tests/test_pipeline_fuzz.py: a 200 arriving after a 429 of the same moment erased
+        the wait from the database, so the next pass asked again)."""
+        if self._gate.blocked(host):
+            return None
+        return host if self._host_backoff.pop(host, None) is not None else None
 
     async def _host_answered(self, host: str) -> None:
-        """A good answer ends the host's backoff, unless the host is blocked right now:
-        then the answer is from a request sent before the refusal, and the refusal
-        stands (found by tests/test_pipeline_fuzz.py: a 200 arriving after a 429 of the
-        same moment erased the wait from the database, so the next pass asked again)."""
-        if self._gate.blocked(host):
-            return
-        if self._host_backoff.pop(host, None) is not None:
+        """An article's good answer: the host's backoff ends at once (see _host_unblocked)."""
+        if self._host_unblocked(host) is not None:
             await self._on_lane(self.storage.host_clear, host)
 
     async def _on_lan(self, feed_urls: tuple[str, ...]) -> bool:
@@ -334,6 +370,8 @@ class Pass:
         """One feed's poll, its failures contained: whatever goes wrong with it (any
         exception type: a parser, a header, a library bug on hostile input) is recorded
         on the feed and the pass goes on with the others."""
+        held: list[tuple[str, int]] = []
+        token = _HELD_SLOTS.set(held)
         try:
             await self._poll_feed(feed, in_memory)
         except StorageUnavailable:
@@ -342,19 +380,35 @@ class Pass:
             reason = _unexpected(exc)
             logs.LOGGER.debug("feed %s: %s", feed.url, reason, exc_info=True)
             # this write failing too means the database's own trouble: that ends the pass
-            await self._on_lane(self._record_failure, feed, reason)
-            self._count_feed(feed, _FeedOutcome(error=reason))
+            intent = self._decide(feed, error=reason)
+            record = await self._record(intent)
+            self._count_feed(feed, intent, record)
+        finally:
+            _HELD_SLOTS.reset(token)
+            for host, slot in held:  # not given back by a record: the poll went otherwise
+                with contextlib.suppress(StorageError):
+                    await self._on_lane(self.storage.host_done, host, self.owner, slot)
+
+    async def _record(self, intent: PollIntent) -> PollRecord:
+        """The poll's one write, with the host slots its request held."""
+        held = _HELD_SLOTS.get()
+        given = tuple(held or ())
+        record = await self._on_lane(self.storage.record_poll, replace(intent, host_slots=given))
+        if held:
+            del held[: len(given)]
+        return record
 
     async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
+        """fetch | parse | decide.poll | storage.record_poll: one write for the outcome."""
         poll = self.config.poll
+        parsed: ParsedFeed | None = None
+        by_308 = False
         host = host_of(feed.url)
         if self.stats.not_taking is not None:  # no room for new entries: poll it later
-            self.stats.deferred += 1
-            self.progress.feed_done(0)
+            self._defer()
             return
         if self._gate.blocked(host):  # it asked us to wait: not even a conditional GET
-            self.stats.deferred += 1
-            self.progress.feed_done(0)
+            self._defer()
             return
         async with contextlib.AsyncExitStack() as memory:
             try:
@@ -364,7 +418,7 @@ class Pass:
                 async with self._gate.slot(
                     host,
                     origin=fetch.origin_of(feed.url),
-                    first=lambda: self._on_lane(self._claim_feed, feed),
+                    first=lambda: self._claims.take(feed),
                     ready=lambda: memory.enter_async_context(in_memory),
                 ) as claimed:
                     if not claimed:
@@ -382,160 +436,131 @@ class Pass:
                     )
             except fetch.HostBlocked:  # it said 429/503 while this feed waited for its turn
                 await self._on_lane(self.storage.release_feed, feed.id, self.owner)
-                self.stats.deferred += 1
-                self.progress.feed_done(0)
+                self._defer()
                 return
             except fetch.FetchError as exc:
+                host_wait = None
                 hint = exc.retry_after
                 if exc.host_busy:
-                    hint = await self._host_refused(host, exc)
-                if exc.status == 410:
-                    reason = f"{exc}: the publisher removed this feed"
-                    await self._on_lane(
-                        self.storage.disable_feed, feed.id, reason, timestamps.to_iso(self.clock())
-                    )
-                    outcome = _FeedOutcome(error=f"{reason} (disabled)")
-                else:
-                    await self._on_lane(self._record_failure, feed, str(exc), hint)
-                    outcome = _FeedOutcome(error=str(exc))
+                    hint, host_wait = self._host_block(host, exc)
+                intent = self._decide(
+                    feed, error=str(exc), hint=hint, gone=exc.status == 410, host_wait=host_wait
+                )
             else:
-                await self._host_answered(host)
-                try:
-                    outcome = await self._on_lane(self._stage_feed, feed, response)
-                except StorageFull as exc:
-                    # the RAM disk is full and the card cannot take more: nothing of this
-                    # poll is recorded (the feed is polled again later), no further feed
-                    # is polled in this pass; extraction and the save go on
-                    if self.stats.not_taking is None:
-                        self.stats.not_taking = str(exc)
-                        self._problem(str(exc))
-                    self.stats.deferred += 1
-                    self.progress.feed_done(0)
-                    return
-        self._count_feed(feed, outcome)
-
-    def _count_feed(self, feed: Feed, outcome: _FeedOutcome) -> None:
-        s = self.stats
-        s.polled += 1
-        s.not_modified += outcome.not_modified
-        s.parsed += outcome.parsed
-        s.entries_seen += outcome.seen
-        s.entries_skipped += outcome.skipped
-        s.candidates += outcome.candidates
-        s.staged += outcome.staged
-        s.revisions += outcome.revisions
-        if outcome.error:
-            s.feed_errors += 1
-            self._problem(f"feed {feed.url}: {outcome.error}", feed.url)
-        if outcome.note:
-            self.progress.problem(f"feed {feed.url}: {outcome.note}", feed.url)
-        self.progress.feed_done(outcome.staged)
-
-    def _next_poll_at(
-        self, feed: Feed, now: datetime, *, ok: bool, hint: timedelta | None = None
-    ) -> str:
-        poll = self.config.poll
-        return decide.next_poll_at(
-            feed,
-            now,
-            ok=ok,
-            hint=hint,
-            base=poll.interval,
-            min_interval=poll.min_interval,
-            max_interval=poll.max_interval,
-            jitter=self.rng.uniform(-0.1, 0.1),
-        )
-
-    def _claim_feed(self, feed: Feed) -> bool:
-        now = self.clock()
-        until = timestamps.to_iso(now + self.config.poll.lease)
-        # still due: on a shared database another poller may have polled it since we listed it
-        return self.storage.claim_feed(
-            feed.id, self.owner, timestamps.to_iso(now), until, self._due_before
-        )
-
-    def _record_failure(self, feed: Feed, error: str, hint: timedelta | None = None) -> None:
-        now = self.clock()
-        self.storage.record_poll_failure(
-            feed.id,
-            error,
-            timestamps.to_iso(now),
-            self._next_poll_at(feed, now, ok=False, hint=hint),
-        )
-
-    def _follow_redirect(self, feed: Feed, response: fetch.Response) -> str | None:
-        """Runs on the lane: a feed that answered through permanent redirects moves (308 at
-        once, 301 on the second poll in a row: decide.redirect). Returns a note."""
-        moved_to = canonical_url(response.moved_to) if response.moved_to else None
-        state = decide.redirect(
-            feed.url, feed.redirect_to, feed.redirect_seen, moved_to, response.moved_by_308
-        )
-        if state == decide.RedirectState(None, feed.redirect_to, feed.redirect_seen):
-            return None  # nothing new to write
-        trouble = self.storage.record_redirect(feed.id, state)
-        if trouble:
-            return f"cannot follow its move: {trouble}; disabled"
-        if state.move_to:
-            how = "308" if response.moved_by_308 else "301, seen twice"
-            return f"moved permanently to {state.move_to} ({how}): the feed now uses it"
-        return None
-
-    def _stage_feed(self, feed: Feed, response: fetch.Response) -> _FeedOutcome:
-        """Runs on the lane: parse, decide, stage in one transaction."""
-        fetched_at = self.clock()
-        now = timestamps.to_iso(fetched_at)
-        if response.not_modified:
-            self.storage.record_not_modified(
-                feed.id,
-                response.etag,
-                response.last_modified,
-                now,
-                self._next_poll_at(feed, fetched_at, ok=True, hint=response.max_age),
-            )
-            return _FeedOutcome(not_modified=True, note=self._follow_redirect(feed, response))
+                answer = Answer(
+                    etag=response.etag,
+                    last_modified=response.last_modified,
+                    max_age=response.max_age,
+                    moved_to=canonical_url(response.moved_to) if response.moved_to else None,
+                    moved_by_308=response.moved_by_308,
+                )
+                by_308 = response.moved_by_308
+                host_clear = self._host_unblocked(host)
+                if response.not_modified:
+                    intent = self._decide(feed, answer=answer, host_clear=host_clear)
+                else:
+                    intent, parsed = await self._parse_and_decide(
+                        feed, response, answer, host_clear
+                    )
         try:
-            parsed = parse_feed(response.body, response.url, fetched_at, response.content_type)
+            record = await self._record(intent)
+        except StorageFull as exc:
+            # the RAM disk is full and the card cannot take more: nothing of this poll
+            # is recorded (the feed is polled again later), no further feed is polled
+            # in this pass; extraction and the save go on
+            if self.stats.not_taking is None:
+                self.stats.not_taking = str(exc)
+                self._problem(str(exc))
+            await self._on_lane(self.storage.release_feed, feed.id, self.owner)
+            self._defer()
+            return
+        self._count_feed(feed, intent, record, parsed, by_308)
+
+    def _defer(self) -> None:
+        self.stats.deferred += 1
+        self.progress.feed_done(0)
+
+    async def _parse_and_decide(
+        self, feed: Feed, response: fetch.Response, answer: Answer, host_clear: str | None
+    ) -> tuple[PollIntent, ParsedFeed | None]:
+        """The document parsed on the parse thread; a parse that fails (not a feed, or a
+        parser bug on hostile input) is the poll's failure, not the pass's."""
+        fetched_at = self.clock()
+        loop = asyncio.get_running_loop()
+        try:
+            parsed = await loop.run_in_executor(
+                self._parser,
+                parse_feed,
+                response.body,
+                response.url,
+                fetched_at,
+                response.content_type,
+            )
         except NotAFeed as exc:
-            self._record_failure(feed, str(exc))
-            return _FeedOutcome(error=str(exc))
+            return self._decide(feed, error=str(exc), host_clear=host_clear), None
         except Exception as exc:  # a parser bug on hostile input must not end the pass
             reason = f"cannot parse: {type(exc).__name__}: {exc}".splitlines()[0][:300]
-            self._record_failure(feed, reason)
-            return _FeedOutcome(error=reason)
-        note = self._follow_redirect(feed, response)  # only now: it really is a feed
-        chosen = decide.candidates(parsed.entries, feed.latest_published, self.config.poll.lookback)
-        intent = StageIntent(
-            feed_id=feed.id,
-            polled_at=now,
-            entries=chosen,
-            newest_published=decide.newest_published(chosen),
-            warning=parsed.warning,
-            feed_title=parsed.title,
-            etag=response.etag,
-            last_modified=response.last_modified,
-            next_poll_at=self._next_poll_at(
-                feed, fetched_at, ok=True, hint=max(parsed.ttl or ZERO, response.max_age or ZERO)
-            ),
+            return self._decide(feed, error=reason, host_clear=host_clear), None
+        intent = self._decide(
+            feed, answer=answer, parsed=parsed, host_clear=host_clear, now=fetched_at
+        )
+        return intent, parsed
+
+    def _decide(self, feed: Feed, *, now: datetime | None = None, **outcome: Any) -> PollIntent:
+        return decide.poll(
+            feed,
+            now or self.clock(),
+            self._rules,
+            jitter=self.rng.uniform(-0.1, 0.1),
             owner=self.owner,
-            identity=feed.identity,
-            window_start=timestamps.to_iso(fetched_at - self.config.identity.window),
-            # rows this pass will not extract are left free for whoever extracts next
-            lease_until=(
-                timestamps.to_iso(fetched_at + self.config.extract.lease)
-                if self.extract
-                else NO_LEASE
-            ),
+            **outcome,
         )
-        result = self.storage.stage(intent)
-        return _FeedOutcome(
-            staged=len(result.created_ids),
-            revisions=result.revisions,
-            seen=len(parsed.entries) + parsed.skipped,
-            skipped=parsed.skipped,
-            candidates=len(chosen),
-            parsed=True,
-            note=note,
+
+    def _count_feed(
+        self,
+        feed: Feed,
+        intent: PollIntent,
+        record: PollRecord,
+        parsed: ParsedFeed | None = None,
+        by_308: bool = False,
+    ) -> None:
+        s = self.stats
+        s.polled += 1
+        s.not_modified += intent.outcome == NOT_MODIFIED
+        s.parsed += intent.outcome == STAGED
+        if parsed is not None:
+            s.entries_seen += len(parsed.entries) + parsed.skipped
+            s.entries_skipped += parsed.skipped
+        s.candidates += len(intent.entries)
+        s.staged += len(record.created_ids)
+        s.revisions += record.revisions
+        error = intent.error
+        if intent.outcome == GONE:
+            error = f"{error} (disabled)"
+        if error:
+            s.feed_errors += 1
+            self._problem(f"feed {feed.url}: {error}", feed.url)
+        note = decide.move_note(intent, record.move_refused, by_308)
+        if note:
+            self.progress.problem(f"feed {feed.url}: {note}", feed.url)
+        self.progress.feed_done(len(record.created_ids))
+
+    async def _claim_feeds(self, ids: list[int]) -> FeedClaim:
+        """One claim transaction (feedsync.claims)."""
+        now = self.clock()
+        claim = await self._on_lane(
+            self.storage.claim_feeds,
+            ids,
+            self.owner,
+            timestamps.to_iso(now),
+            timestamps.to_iso(now + self.config.poll.lease),
+            self._due_before,
         )
+        return claim
+
+    def _claim_ahead(self, alone: bool) -> int:
+        poll = self.config.poll
+        return ahead_for(poll.lease, self.config.fetch.host_delay, poll.per_host, alone=alone)
 
     # ------------------------------------------------------------ stage 3
 
@@ -718,6 +743,12 @@ class _SharedHosts:
             run.progress.problem(f"host {host}: its slot's lease was not renewed: {exc}")
 
     async def give_back(self, host: str, slot: int) -> None:
+        """A feed poll's slot goes back with its record (one write, not two); an
+        article's, or one outside a feed's poll, at once."""
+        held = _HELD_SLOTS.get()
+        if held is not None:
+            held.append((host, slot))
+            return
         run = self._run
         await run._on_lane(run.storage.host_done, host, run.owner, slot)
 

@@ -67,35 +67,91 @@ class ParsedFeed:
         return "; ".join(parts) or None
 
 
+# What a feed poll came to (PollIntent.outcome).
+STAGED = "staged"  # a feed document, parsed: its candidates staged
+NOT_MODIFIED = "not modified"  # 304: the validators still hold
+FAILED = "failed"  # no feed this time (network, HTTP error, not a feed): retried later
+GONE = "gone"  # 410: the publisher removed the feed, which is disabled
+
+
 @dataclass(frozen=True)
-class StageIntent:
-    """Everything one feed poll writes, applied by storage in ONE transaction.
+class Answer:
+    """What the server said about a feed besides its body: validators, hints, moves."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    max_age: timedelta | None = None  # Cache-Control max-age: "not before"
+    moved_to: str | None = None  # the canonical URL a permanent redirect led to
+    moved_by_308: bool = False
+
+
+@dataclass(frozen=True)
+class HostWait:
+    """A host that said 429/503: left alone until ``not_before`` by every process."""
+
+    host: str
+    not_before: str
+    backoff_count: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class PollIntent:
+    """Everything one feed poll writes, whatever its outcome, applied by storage in ONE
+    transaction (``Storage.record_poll``), decided by ``decide.poll`` with no I/O.
 
     ``entries`` are the candidates (see ``decide.candidates``); storage inserts them with
     INSERT OR IGNORE and reports which rows that insert really created. Those rows are
     leased to ``owner`` until ``lease_until`` so that only this process extracts them.
+    Every outcome gives the feed's claim back.
     """
 
     feed_id: int
     polled_at: str
-    entries: tuple[Entry, ...]
-    newest_published: str  # '' when no candidate has a date: latest_published stays
-    warning: str | None  # the parse's warning, stored on the feed (None: all fine)
-    feed_title: str | None
-    etag: str | None
-    last_modified: str | None
-    next_poll_at: str
-    owner: str
-    lease_until: str
+    next_poll_at: str | None  # None: not polled again (GONE)
+    outcome: str = STAGED
+    entries: tuple[Entry, ...] = ()
+    newest_published: str = ""  # '' when no candidate has a date: latest_published stays
+    warning: str | None = None  # the parse's warning, stored on the feed (None: all fine)
+    feed_title: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    error: str | None = None  # FAILED and GONE: why, for feeds.last_error
+    redirect: RedirectState | None = None  # None: nothing to write about moves
+    host_wait: HostWait | None = None  # the feed's host said 429/503
+    host_clear: str | None = None  # a host whose backoff this good answer ends
+    # the hosts' shared slots (host, slot) the poll's request held, given back with it
+    host_slots: tuple[tuple[str, int], ...] = ()
+    owner: str = ""
+    lease_until: str = ""
     identity: str = "auto"  # the feed's: "url+title" turns the revision rule off
     window_start: str = ""  # revisions are sought among rows first seen since then
 
 
 @dataclass(frozen=True)
-class StageResult:
-    created_ids: tuple[int, ...]
-    linked: int  # feed_entries links written (new or existing rows)
+class PollRecord:
+    """What ``Storage.record_poll`` did."""
+
+    created_ids: tuple[int, ...] = ()
+    linked: int = 0  # feed_entries links written (new or existing rows)
     revisions: int = 0  # of the created rows, those that are another version of a story
+    move_refused: str | None = None  # the feed could not take its new URL: why (disabled)
+
+
+@dataclass(frozen=True)
+class RedirectState:
+    move_to: str | None  # change the feed's URL to this now
+    pending: str | None  # a 301 target seen, not yet trusted
+    seen: int  # on how many polls in a row
+
+
+@dataclass(frozen=True)
+class FeedClaim:
+    """What one claim transaction took: the feeds now ours, and whether another process
+    is at work on the database (then the hosts' turns are taken there, not in memory)."""
+
+    ids: frozenset[int]
+    others: bool
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,30 @@
 -- its entries.)
 
 -- name: poll_claim
--- A feed about to be polled is claimed, so another process (the daemon, a manual run,
--- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
--- outcome below gives the claim back. With :due_before (a pass polling due feeds only),
--- the feed must still be due: another poller may have polled it, and released it, since
--- this pass listed it.
+-- The feeds about to be polled (:ids, a JSON array: a pass claims them in batches, host
+-- by host, ahead of their turn) are claimed, so another process (the daemon, a manual
+-- run, cron) skips them meanwhile; a claim whose holder died expires at :lease_until.
+-- Every outcome of a poll (sql/stage.sql, below) gives the claim back. With :due_before (a
+-- pass polling due feeds only), a feed must still be due: another poller may have polled
+-- it, and released it, since this pass listed it.
 UPDATE feeds
    SET lease_owner = :owner, lease_until = :lease_until
- WHERE id = :feed_id
+ WHERE id IN (SELECT value FROM json_each(:ids))
    AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
-   AND (:due_before IS NULL OR next_poll_at IS NULL OR next_poll_at <= :due_before);
+   AND (:due_before IS NULL OR next_poll_at IS NULL OR next_poll_at <= :due_before)
+RETURNING id;
+
+-- name: others_at_work
+-- Is another process at work on this database right now: polling a feed, extracting an
+-- article, or holding a host's slot (each by a live lease)? With company, a pass claims
+-- fewer feeds ahead of their turn (feedsync/claims.py), so that the pollers share them.
+SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until > :now)
+    OR EXISTS (SELECT 1 FROM news_summary
+                WHERE state IN ('new', 'failed')
+                  AND lease_owner <> :owner AND lease_until > :now)
+    OR EXISTS (SELECT 1 FROM host_slots
+                WHERE owner <> :owner
+                  AND lease_until > (julianday('now') - 2440587.5) * 86400.0) AS others;
 
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.

@@ -30,7 +30,7 @@ from conftest import CardMount, FeedsyncEnv, Site, cli_env, power_loss, what_fee
 from sitegen import Item
 
 from feedsync.config import StorageConfig
-from feedsync.records import Article, Entry, StageIntent
+from feedsync.records import Article, Entry, PollIntent
 from feedsync.storage import Keep, StorageError
 from feedsync.storage import card as cards
 from feedsync.storage.sqlfiles import queries
@@ -76,8 +76,8 @@ def stage(
     storage.add_feed(feed, to_iso(clock.now))
     fid = next(f.id for f in storage.feeds_to_poll() if f.url == feed)
     now = to_iso(clock.now)
-    created = storage.stage(
-        StageIntent(
+    created = storage.record_poll(
+        PollIntent(
             feed_id=fid,
             polled_at=now,
             entries=tuple(

@@ -17,7 +17,7 @@ from sitegen import Item
 
 from feedsync import decide
 from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, parse_feed
-from feedsync.records import ParsedFeed, StageIntent
+from feedsync.records import ParsedFeed, PollIntent
 from feedsync.storage.sqlite import SQLiteStorage
 
 FEED = "https://news.example.com/feeds/world.xml"
@@ -291,8 +291,8 @@ def test_corpus_feeds_without_dates_and_with_relative_links() -> None:
 
 def _stage(storage: SQLiteStorage, feed_id: int, parsed: ParsedFeed) -> None:
     chosen = decide.candidates(parsed.entries, "", timedelta(hours=24))
-    storage.stage(
-        StageIntent(
+    storage.record_poll(
+        PollIntent(
             feed_id=feed_id,
             polled_at="2026-11-22T12:00:00Z",
             entries=chosen,

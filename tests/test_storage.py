@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import BACKENDS, live_and_card, what_feedsync_sees
 
-from feedsync.records import Article, Entry, FailureOutcome, StageIntent
+from feedsync.records import FAILED, Article, Entry, FailureOutcome, PollIntent
 from feedsync.storage import StorageError, sqlfiles
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlfiles import schema_steps, split_statements
@@ -81,8 +81,8 @@ def feed_id(storage: SQLStorage, url: str = "https://e.com/feed") -> int:
 
 def intent(
     fid: int, entries: list[Entry], owner: str = "A", newest: str = "", now: str = T0
-) -> StageIntent:
-    return StageIntent(
+) -> PollIntent:
+    return PollIntent(
         feed_id=fid,
         polled_at=now,
         entries=tuple(entries),
@@ -95,6 +95,22 @@ def intent(
         owner=owner,
         lease_until="2026-11-22T10:15:00Z",
     )
+
+
+def claim_feed(
+    store: SQLStorage,
+    fid: int,
+    owner: str,
+    now: str,
+    lease_until: str,
+    due_before: str | None = None,
+) -> bool:
+    """One feed through the batch claim: is it ``owner``'s now?"""
+    return fid in store.claim_feeds([fid], owner, now, lease_until, due_before).ids
+
+
+def poll_failed(store: SQLStorage, fid: int, error: str, now: str, next_poll_at: str) -> None:
+    store.record_poll(PollIntent(fid, now, next_poll_at, FAILED, error=error))
 
 
 def entry(n: int, published: str | None = None) -> Entry:
@@ -174,7 +190,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
         assert storage.counts()["entries"] == 1  # kept
         fid = storage.feeds_to_poll()[0].id
         before = storage._meta()["content_version"]
-        storage.stage(intent(fid, [entry(2, LATER)], newest=LATER))
+        storage.record_poll(intent(fid, [entry(2, LATER)], newest=LATER))
         assert int(storage._meta()["content_version"]) > int(before)
         assert storage.counts()["entries"] == 2
     finally:
@@ -216,11 +232,11 @@ def test_statement_splitting_keeps_triggers_whole() -> None:
 
 def test_staging_reports_only_the_rows_it_created(store: SQLStorage) -> None:
     a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
-    first = store.stage(intent(a, [entry(1), entry(2)]))
-    second = store.stage(intent(b, [entry(2), entry(3)]))
+    first = store.record_poll(intent(a, [entry(1), entry(2)]))
+    second = store.record_poll(intent(b, [entry(2), entry(3)]))
     assert len(first.created_ids) == 2 and first.linked == 2
     assert len(second.created_ids) == 1 and second.linked == 2
-    again = store.stage(intent(b, [entry(2), entry(3)]))
+    again = store.record_poll(intent(b, [entry(2), entry(3)]))
     assert again.created_ids == () and again.linked == 0
     counts = store.counts()
     assert (counts["entries"], counts["links"]) == (3, 4)
@@ -233,19 +249,19 @@ def test_latest_published_never_moves_backwards(store: SQLStorage) -> None:
         return next(f.latest_published for f in store.feeds_to_poll())
 
     assert latest() == ""
-    store.stage(intent(fid, [entry(1, LATER)], newest=LATER))
+    store.record_poll(intent(fid, [entry(1, LATER)], newest=LATER))
     assert latest() == LATER
-    store.stage(intent(fid, [entry(2, T0)], newest=T0))  # an older writer finishing last
+    store.record_poll(intent(fid, [entry(2, T0)], newest=T0))  # an older writer finishing last
     assert latest() == LATER
-    store.stage(intent(fid, [entry(3)], newest=""))  # only undated entries
+    store.record_poll(intent(fid, [entry(3)], newest=""))  # only undated entries
     assert latest() == LATER
 
 
 def test_a_later_dated_copy_fills_in_a_missing_date(store: SQLStorage, engine: Engine) -> None:
     a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
-    store.stage(intent(a, [entry(1)]))
-    store.stage(intent(b, [entry(1, T0)], newest=T0))
-    store.stage(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
+    store.record_poll(intent(a, [entry(1)]))
+    store.record_poll(intent(b, [entry(1, T0)], newest=T0))
+    store.record_poll(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
     assert engine.query("SELECT published FROM news_summary") == [(T0,)]
 
 
@@ -256,7 +272,7 @@ def _stage_same_entry(
     try:
         fid = storage.feeds_to_poll()[0].id
         barrier.wait()
-        created.extend(storage.stage(intent(fid, [entry(7, T0)], owner=owner)).created_ids)
+        created.extend(storage.record_poll(intent(fid, [entry(7, T0)], owner=owner)).created_ids)
     finally:
         storage.close()
 
@@ -291,7 +307,7 @@ def claim(
 
 def test_rows_a_process_staged_are_leased_to_it(store: SQLStorage) -> None:
     fid = feed_id(store)
-    created = store.stage(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
+    created = store.record_poll(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
     assert claim(store, "B") == []
     assert claim(store, "A") == list(created)
     # once the lease has expired (process A died), B takes the rows over
@@ -300,13 +316,13 @@ def test_rows_a_process_staged_are_leased_to_it(store: SQLStorage) -> None:
 
 def test_a_run_walks_the_queue_once(store: SQLStorage) -> None:
     fid = feed_id(store)
-    ids = store.stage(intent(fid, [entry(n) for n in range(5)], owner="A")).created_ids
+    ids = store.record_poll(intent(fid, [entry(n) for n in range(5)], owner="A")).created_ids
     assert claim(store, "A", after_id=ids[2]) == list(ids[3:])
 
 
 def test_failed_rows_wait_for_their_retry_time(store: SQLStorage) -> None:
     fid = feed_id(store)
-    (row,) = store.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    (row,) = store.record_poll(intent(fid, [entry(1)], owner="A")).created_ids
     claim(store, "A")
     store.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "HTTP 500"))
     assert claim(store, "A", due_before=T0) == []
@@ -315,7 +331,7 @@ def test_failed_rows_wait_for_their_retry_time(store: SQLStorage) -> None:
 
 def test_a_process_that_lost_its_lease_records_nothing(store: SQLStorage, engine: Engine) -> None:
     fid = feed_id(store)
-    (row,) = store.stage(intent(fid, [entry(1)], owner="A")).created_ids
+    (row,) = store.record_poll(intent(fid, [entry(1)], owner="A")).created_ids
     assert claim(store, "B", now="2026-11-22T10:16:00Z") == [row]  # A's lease expired
     store.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "late"))
     state = engine.query("SELECT state, attempts, lease_owner FROM news_summary")
@@ -324,7 +340,7 @@ def test_a_process_that_lost_its_lease_records_nothing(store: SQLStorage, engine
 
 def test_saving_an_article_completes_the_row(store: SQLStorage) -> None:
     fid = feed_id(store)
-    (row,) = store.stage(intent(fid, [entry(1, T0)], owner="A")).created_ids
+    (row,) = store.record_poll(intent(fid, [entry(1, T0)], owner="A")).created_ids
     claim(store, "A")
     store.save_article(row, Article(text="Body text.", author="Ann", language="en"), T0, LATER)
     store.save_article(row, Article(text="Again."), T0, LATER)  # a second save changes nothing
@@ -359,7 +375,7 @@ def test_config_feeds_are_added_disabled_and_readopted(store: SQLStorage) -> Non
 
 def test_removing_a_feed_keeps_its_articles(store: SQLStorage) -> None:
     fid = feed_id(store)
-    store.stage(intent(fid, [entry(1)]))
+    store.record_poll(intent(fid, [entry(1)]))
     assert store.remove_feed("https://e.com/feed")
     assert not store.remove_feed("https://e.com/feed")
     counts = store.counts()
@@ -394,7 +410,9 @@ def test_retention_prunes_old_articles_and_keeps_their_tombstones(store: SQLStor
     fid = feed_id(store)
     old, recent, undated = entry(1, "2025-01-01T00:00:00Z"), entry(2, LATER), entry(3)
     staged_at = "2025-01-01T00:00:00Z"
-    ids = store.stage(intent(fid, [old, recent, undated], owner="A", now=staged_at)).created_ids
+    ids = store.record_poll(
+        intent(fid, [old, recent, undated], owner="A", now=staged_at)
+    ).created_ids
     claim(store, "A")
     for row, staged in zip(ids, (old, recent, undated), strict=True):
         store.save_article(row, Article(text="Body."), staged.published, "2025-01-02T00:00:00Z")
@@ -403,7 +421,7 @@ def test_retention_prunes_old_articles_and_keeps_their_tombstones(store: SQLStor
     assert (news, tombstones) == (2, 0)  # the 2025 article and the undated one (fetched 2025)
     assert [n.title for n in store.news_recent(10)] == ["Story 2"]
     assert store.counts()["entries"] == 3  # every row kept: none is fetched again
-    again = store.stage(intent(fid, [old, recent, undated], owner="B"))
+    again = store.record_poll(intent(fid, [old, recent, undated], owner="B"))
     assert again.created_ids == ()
 
     # a tombstone is kept at least tombstone_days after it was first seen, whatever the
@@ -422,12 +440,12 @@ def test_a_feed_being_polled_is_skipped_by_others_until_its_claim_ends(
 ) -> None:
     fid = feed_id(store)
     soon, later = "2026-11-22T10:05:00Z", "2026-11-22T10:06:00Z"
-    assert store.claim_feed(fid, "A", T0, soon)
-    assert not store.claim_feed(fid, "B", T0, soon)  # A is polling it
-    assert store.claim_feed(fid, "A", T0, soon)  # A may renew its own
-    assert store.claim_feed(fid, "B", later, "2026-11-22T10:11:00Z")  # A died: taken over
-    store.record_poll_failure(fid, "HTTP 500", later, LATER)  # any outcome ends the claim
-    assert store.claim_feed(fid, "C", later, "2026-11-22T10:11:00Z")
+    assert claim_feed(store, fid, "A", T0, soon)
+    assert not claim_feed(store, fid, "B", T0, soon)  # A is polling it
+    assert claim_feed(store, fid, "A", T0, soon)  # A may renew its own
+    assert claim_feed(store, fid, "B", later, "2026-11-22T10:11:00Z")  # A died: taken over
+    poll_failed(store, fid, "HTTP 500", later, LATER)  # any outcome ends the claim
+    assert claim_feed(store, fid, "C", later, "2026-11-22T10:11:00Z")
 
 
 def test_a_feed_left_unpolled_is_given_back_by_its_claimant_only(store: SQLStorage) -> None:
@@ -435,31 +453,31 @@ def test_a_feed_left_unpolled_is_given_back_by_its_claimant_only(store: SQLStora
     still due (no poll recorded), and only the claim's holder can give it back."""
     fid = feed_id(store)
     soon = "2026-11-22T10:05:00Z"
-    assert store.claim_feed(fid, "A", T0, soon, due_before=T0)
+    assert claim_feed(store, fid, "A", T0, soon, due_before=T0)
     store.release_feed(fid, "B")  # not B's to give back
-    assert not store.claim_feed(fid, "B", T0, soon)
+    assert not claim_feed(store, fid, "B", T0, soon)
     store.release_feed(fid, "A")
-    assert store.claim_feed(fid, "B", T0, soon, due_before=T0)
+    assert claim_feed(store, fid, "B", T0, soon, due_before=T0)
 
 
 def test_a_feed_polled_by_another_since_it_was_listed_is_not_claimed_again(
     store: SQLStorage,
 ) -> None:
     fid = feed_id(store)
-    assert store.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z", due_before=T0)
-    store.record_poll_failure(fid, "HTTP 500", T0, LATER)  # A polled it: due again at LATER
+    assert claim_feed(store, fid, "A", T0, "2026-11-22T10:05:00Z", due_before=T0)
+    poll_failed(store, fid, "HTTP 500", T0, LATER)  # A polled it: due again at LATER
     # B listed it as due at T0, before A's poll: too late now
-    assert not store.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z", due_before=T0)
+    assert not claim_feed(store, fid, "B", T0, "2026-11-22T10:05:00Z", due_before=T0)
     # a pass that polls every feed (a manual run) still may; so may B once it is due
-    assert store.claim_feed(fid, "C", T0, "2026-11-22T10:05:00Z")
+    assert claim_feed(store, fid, "C", T0, "2026-11-22T10:05:00Z")
     store.release_leases("C")
-    assert store.claim_feed(fid, "B", LATER, "2026-11-22T11:05:00Z", due_before=LATER)
+    assert claim_feed(store, fid, "B", LATER, "2026-11-22T11:05:00Z", due_before=LATER)
 
 
 def test_a_stopping_process_gives_back_all_it_holds(store: SQLStorage) -> None:
     fid = feed_id(store)
-    store.stage(intent(fid, [entry(1)], owner="A"))
-    store.claim_feed(fid, "A", T0, "2026-11-22T10:05:00Z")
+    store.record_poll(intent(fid, [entry(1)], owner="A"))
+    claim_feed(store, fid, "A", T0, "2026-11-22T10:05:00Z")
     store.release_leases("A")
-    assert store.claim_feed(fid, "B", T0, "2026-11-22T10:05:00Z")
+    assert claim_feed(store, fid, "B", T0, "2026-11-22T10:05:00Z")
     assert claim(store, "B") != []

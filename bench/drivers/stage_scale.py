@@ -10,7 +10,7 @@ transaction): news_summary rows with a GUID, a date spread over the previous yea
 reads them.
 
 ``time``: opens the database with feedsync's ``open_storage`` and calls
-``Storage.stage(StageIntent)`` once per poll, as the pipeline does, for ``--polls`` polls
+``Storage.record_poll(PollIntent)`` once per poll, as the pipeline does, for ``--polls`` polls
 of ``--entries`` candidates each, of which ``--new`` are new entries and the others
 entries already staged (what a feed re-offers within the lookback). One untimed poll
 first (statements prepared). Prints one JSON line: per-poll wall and CPU times (ms).
@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from feedsync.config import StorageConfig
-from feedsync.records import Entry, StageIntent
+from feedsync.records import Entry, PollIntent
 from feedsync.storage import open_storage
 
 SECTIONS = ("world", "politics", "business", "science", "local", "sport", "culture")
@@ -92,7 +92,7 @@ def build(db: Path, rows: int, feeds: int) -> dict[str, object]:
     return {"rows": rows, "seconds": time.perf_counter() - started, "bytes": db.stat().st_size}
 
 
-def intent_for(feed_id: int, entries: list[Entry], now: datetime) -> StageIntent:
+def intent_for(feed_id: int, entries: list[Entry], now: datetime) -> PollIntent:
     values: dict[str, object] = {
         "feed_id": feed_id,
         "polled_at": iso(now),
@@ -108,8 +108,8 @@ def intent_for(feed_id: int, entries: list[Entry], now: datetime) -> StageIntent
         # as the pipeline sets it (the identity window, 7 days by default)
         "window_start": iso(now - timedelta(days=7)),
     }
-    known = {f.name for f in fields(StageIntent)}
-    return StageIntent(**{k: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
+    known = {f.name for f in fields(PollIntent)}
+    return PollIntent(**{k: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
 
 
 def time_polls(db: Path, polls: int, per_poll: int, new: int) -> dict[str, object]:
@@ -138,7 +138,7 @@ def time_polls(db: Path, polls: int, per_poll: int, new: int) -> dict[str, objec
             news.append(Entry(url_of(fresh, feeds), title_of(fresh), iso(now), guid=f"g-{fresh}"))
         intent = intent_for(rng.choice(feed_ids), news + known, now)
         wall_start, cpu_start = time.perf_counter(), time.process_time()
-        result = storage.stage(intent)
+        result = storage.record_poll(intent)
         if poll:  # the first one prepares the statements
             wall.append((time.perf_counter() - wall_start) * 1000)
             cpu.append((time.process_time() - cpu_start) * 1000)

@@ -17,19 +17,19 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from feedsync.config import StorageConfig
-from feedsync.decide import RedirectState
 from feedsync.records import (
     Article,
     ArticleJob,
     FailureOutcome,
     Feed,
+    FeedClaim,
     FeedHealth,
     LinkedEntry,
     NewsItem,
+    PollIntent,
+    PollRecord,
     SearchHit,
     SnapshotResult,
-    StageIntent,
-    StageResult,
     StorageStatus,
 )
 
@@ -92,6 +92,8 @@ class Storage(Protocol):
 
     #: where the data is, for messages (a path; never a password)
     location: str
+    #: write transactions begun so far (bench/: how many a feed poll costs)
+    writes: int
 
     def close(self) -> None: ...
 
@@ -126,49 +128,35 @@ class Storage(Protocol):
         after a save); None when they can. A pass asks before it polls anything."""
         ...
 
-    def stage(self, intent: StageIntent) -> StageResult:
-        """Insert the candidates, link them, advance the feed: ONE transaction."""
+    def record_poll(self, intent: PollIntent) -> PollRecord:
+        """One feed poll, whatever its outcome (``decide.poll``), in ONE transaction: the
+        candidates inserted and linked, the feed advanced or its failure recorded, its
+        claim given back, its move and its host's politeness state written."""
         ...
 
-    def claim_feed(
-        self, feed_id: int, owner: str, now: str, lease_until: str, due_before: str | None = None
-    ) -> bool:
-        """Claim a feed for polling; False when another live process is polling it, or
-        (with ``due_before``: a pass of due feeds) when it is no longer due because another
-        poller has polled it since the pass listed it."""
+    def claim_feeds(
+        self,
+        feed_ids: Sequence[int],
+        owner: str,
+        now: str,
+        lease_until: str,
+        due_before: str | None = None,
+    ) -> FeedClaim:
+        """Claim feeds for polling, in one transaction: those no other live process is
+        polling (and, with ``due_before``: a pass of due feeds, those still due: another
+        poller may have polled one since the pass listed it). Also says whether another
+        process is at work on the database."""
         ...
 
     def release_feed(self, feed_id: int, owner: str) -> None:
         """Give back a claimed feed without polling it (its host asked us to wait)."""
         ...
 
-    def record_not_modified(
-        self,
-        feed_id: int,
-        etag: str | None,
-        last_modified: str | None,
-        now: str,
-        next_poll_at: str,
-    ) -> None: ...
-
-    def record_poll_failure(
-        self, feed_id: int, error: str, now: str, next_poll_at: str
-    ) -> None: ...
-
     # -- stage 3
     def claim_articles(
         self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
     ) -> list[ArticleJob]:
         """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
-        ...
-
-    def disable_feed(self, feed_id: int, reason: str, now: str) -> None:
-        """Stop polling a feed (410 Gone), keeping it and its articles, with the reason."""
-        ...
-
-    def record_redirect(self, feed_id: int, state: RedirectState) -> str | None:
-        """Apply ``decide.redirect``: move the feed, or remember a pending 301. Returns a
-        reason when the move could not be made (the target is another feed already)."""
         ...
 
     def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:

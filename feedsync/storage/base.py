@@ -11,25 +11,31 @@ writes differently), so the same method works on both.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from feedsync import decide, identity
-from feedsync.decide import RedirectState
 from feedsync.records import (
+    FAILED,
+    GONE,
+    NOT_MODIFIED,
+    STAGED,
     Article,
     ArticleJob,
     Entry,
     FailureOutcome,
     Feed,
+    FeedClaim,
     FeedHealth,
     LinkedEntry,
     NewsItem,
+    PollIntent,
+    PollRecord,
     SearchHit,
     SnapshotResult,
-    StageIntent,
-    StageResult,
     StorageStatus,
 )
 from feedsync.terminal import clean
@@ -48,6 +54,8 @@ class SQLStorage:
 
     #: where the data is, for messages (a path or a server; never a password)
     location: str
+    #: write transactions begun so far (bench/: how many a feed poll costs)
+    writes: int = 0
 
     # ------------------------------------------------------------ the engine's part
 
@@ -199,84 +207,172 @@ class SQLStorage:
 
     # ------------------------------------------------------------ stages 1 and 2
 
-    def stage(self, intent: StageIntent) -> StageResult:
-        def work(conn: Connection) -> StageResult:
-            created: list[int] = []
-            linked = 0
-            revisions = 0
-            for entry in intent.entries:
-                row = self._exec(
+    def record_poll(self, intent: PollIntent) -> PollRecord:
+        """One feed poll, whatever its outcome, in one transaction: the staged entries
+        (this is where they are deduplicated), the feed's row (schedule, validators,
+        errors, its claim given back), its move, its host's politeness state."""
+
+        def work(conn: Connection) -> PollRecord:
+            record = PollRecord()
+            if intent.outcome == STAGED:
+                record = self._stage(conn, intent)
+            elif intent.outcome == NOT_MODIFIED:
+                self._exec(
                     conn,
-                    "stage_insert",
-                    url=entry.url,
-                    title=entry.title,
-                    published=entry.published,
-                    summary=entry.summary,
-                    author=entry.author,
-                    guid=entry.guid,
-                    now=intent.polled_at,
-                    owner=intent.owner,
-                    lease_until=intent.lease_until,
-                ).fetchone()
-                if row is not None:
-                    summary_id = row["id"]
-                    created.append(summary_id)
-                    if intent.identity == identity.AUTO and self._link_revision(
-                        conn, intent, entry, summary_id
-                    ):
-                        revisions += 1
-                else:
-                    existing = self._exec(
-                        conn, "stage_lookup", url=entry.url, title=entry.title
-                    ).fetchone()
-                    summary_id = existing["id"]
-                    if existing["published"] is None and entry.published is not None:
-                        self._pull_entry(conn, summary_id)
-                        self._exec(
-                            conn, "stage_fill_date", id=summary_id, published=entry.published
-                        )
-                linked += self._exec(
-                    conn,
-                    "stage_link",
+                    "poll_not_modified",
                     feed_id=intent.feed_id,
-                    summary_id=summary_id,
+                    etag=intent.etag,
+                    last_modified=intent.last_modified,
                     now=intent.polled_at,
-                ).rowcount
-            self._exec(
-                conn,
-                "stage_feed_polled",
-                feed_id=intent.feed_id,
-                newest=intent.newest_published,
-                title=intent.feed_title,
-                etag=intent.etag,
-                last_modified=intent.last_modified,
-                now=intent.polled_at,
-                next_poll_at=intent.next_poll_at,
-                warning=intent.warning,
-            )
-            return StageResult(created_ids=tuple(created), linked=linked, revisions=revisions)
+                    next_poll_at=intent.next_poll_at,
+                )
+            elif intent.outcome == FAILED:
+                self._exec(
+                    conn,
+                    "poll_failed",
+                    feed_id=intent.feed_id,
+                    error=intent.error,
+                    now=intent.polled_at,
+                    next_poll_at=intent.next_poll_at,
+                )
+            elif intent.outcome == GONE:
+                self._exec(
+                    conn,
+                    "poll_disable",
+                    feed_id=intent.feed_id,
+                    reason=intent.error,
+                    now=intent.polled_at,
+                )
+            else:
+                raise ValueError(f"unknown poll outcome {intent.outcome!r}")
+            if intent.redirect is not None:
+                record = replace(record, move_refused=self._move(conn, intent))
+            if intent.host_wait is not None:
+                wait = intent.host_wait
+                self._exec(
+                    conn,
+                    "host_wait",
+                    host=wait.host,
+                    not_before=wait.not_before,
+                    backoff_count=wait.backoff_count,
+                    reason=wait.reason,
+                )
+            if intent.host_clear is not None:
+                self._exec(conn, "host_clear", host=intent.host_clear)
+            for host, slot in intent.host_slots:
+                self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
+            return record
 
         return self._write(work)
 
-    def claim_feed(
-        self, feed_id: int, owner: str, now: str, lease_until: str, due_before: str | None = None
-    ) -> bool:
-        return bool(
-            self._write(
-                lambda conn: self._exec(
+    def _stage(self, conn: Connection, intent: PollIntent) -> PollRecord:
+        """In record_poll's transaction: the candidates, INSERT OR IGNORE, and the feed."""
+        created: list[int] = []
+        linked = 0
+        revisions = 0
+        for entry in intent.entries:
+            row = self._exec(
+                conn,
+                "stage_insert",
+                url=entry.url,
+                title=entry.title,
+                published=entry.published,
+                summary=entry.summary,
+                author=entry.author,
+                guid=entry.guid,
+                now=intent.polled_at,
+                owner=intent.owner,
+                lease_until=intent.lease_until,
+            ).fetchone()
+            if row is not None:
+                summary_id = row["id"]
+                created.append(summary_id)
+                if intent.identity == identity.AUTO and self._link_revision(
+                    conn, intent, entry, summary_id
+                ):
+                    revisions += 1
+            else:
+                existing = self._exec(
+                    conn, "stage_lookup", url=entry.url, title=entry.title
+                ).fetchone()
+                summary_id = existing["id"]
+                if existing["published"] is None and entry.published is not None:
+                    self._pull_entry(conn, summary_id)
+                    self._exec(conn, "stage_fill_date", id=summary_id, published=entry.published)
+            linked += self._exec(
+                conn,
+                "stage_link",
+                feed_id=intent.feed_id,
+                summary_id=summary_id,
+                now=intent.polled_at,
+            ).rowcount
+        self._exec(
+            conn,
+            "stage_feed_polled",
+            feed_id=intent.feed_id,
+            newest=intent.newest_published,
+            title=intent.feed_title,
+            etag=intent.etag,
+            last_modified=intent.last_modified,
+            now=intent.polled_at,
+            next_poll_at=intent.next_poll_at,
+            warning=intent.warning,
+        )
+        return PollRecord(created_ids=tuple(created), linked=linked, revisions=revisions)
+
+    def _move(self, conn: Connection, intent: PollIntent) -> str | None:
+        """In record_poll's transaction: a redirect seen (pending) or trusted (the feed
+        takes the new URL). Returns why the move was refused: another feed has the URL,
+        and this one is disabled."""
+        state = intent.redirect
+        assert state is not None
+        if state.move_to is None:
+            self._exec(
+                conn,
+                "poll_redirect_pending",
+                feed_id=intent.feed_id,
+                redirect_to=state.pending,
+                seen=state.seen,
+            )
+            return None
+        if self._exec(conn, "poll_move", feed_id=intent.feed_id, url=state.move_to).rowcount:
+            return None
+        reason = f"moved to {state.move_to}, which is already in the list as another feed"
+        self._exec(conn, "feed_disable", id=intent.feed_id, reason=reason)
+        return reason
+
+    def claim_feeds(
+        self,
+        feed_ids: Sequence[int],
+        owner: str,
+        now: str,
+        lease_until: str,
+        due_before: str | None = None,
+    ) -> FeedClaim:
+        """Claim feeds for polling, in one transaction: those no other live process holds
+        (and, with ``due_before``, still due: another poller may have polled one since the
+        pass listed it). Says too whether another process is at work on the database."""
+
+        def work(conn: Connection) -> FeedClaim:
+            taken = frozenset(
+                int(row["id"])
+                for row in self._exec(
                     conn,
                     "poll_claim",
-                    feed_id=feed_id,
+                    ids=json.dumps(list(feed_ids)),
                     owner=owner,
                     now=now,
                     lease_until=lease_until,
                     due_before=due_before,
-                )
-            ).rowcount
-        )
+                ).fetchall()
+            )
+            others = self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()
+            return FeedClaim(ids=taken, others=bool(others["others"]))
+
+        return self._write(work)
 
     def _link_revision(
-        self, conn: Connection, intent: StageIntent, entry: Entry, summary_id: int
+        self, conn: Connection, intent: PollIntent, entry: Entry, summary_id: int
     ) -> bool:
         """In the staging transaction: is the row just created another version of an
         earlier story (identity.revision)? Then it is linked, never fetched, and its title
@@ -304,40 +400,8 @@ class SQLStorage:
         self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
         return True
 
-    def record_not_modified(
-        self,
-        feed_id: int,
-        etag: str | None,
-        last_modified: str | None,
-        now: str,
-        next_poll_at: str,
-    ) -> None:
-        self._write(
-            lambda conn: self._exec(
-                conn,
-                "poll_not_modified",
-                feed_id=feed_id,
-                etag=etag,
-                last_modified=last_modified,
-                now=now,
-                next_poll_at=next_poll_at,
-            )
-        )
-
     def release_feed(self, feed_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))
-
-    def record_poll_failure(self, feed_id: int, error: str, now: str, next_poll_at: str) -> None:
-        self._write(
-            lambda conn: self._exec(
-                conn,
-                "poll_failed",
-                feed_id=feed_id,
-                error=error,
-                now=now,
-                next_poll_at=next_poll_at,
-            )
-        )
 
     # ------------------------------------------------------------ stage 3
 
@@ -371,30 +435,6 @@ class SQLStorage:
             ]
 
         return sorted(self._write(work), key=lambda job: job.id)
-
-    def disable_feed(self, feed_id: int, reason: str, now: str) -> None:
-        self._write(
-            lambda conn: self._exec(conn, "poll_disable", feed_id=feed_id, reason=reason, now=now)
-        )
-
-    def record_redirect(self, feed_id: int, state: RedirectState) -> str | None:
-        def work(conn: Connection) -> str | None:
-            if state.move_to is None:
-                self._exec(
-                    conn,
-                    "poll_redirect_pending",
-                    feed_id=feed_id,
-                    redirect_to=state.pending,
-                    seen=state.seen,
-                )
-                return None
-            if self._exec(conn, "poll_move", feed_id=feed_id, url=state.move_to).rowcount:
-                return None
-            reason = f"moved to {state.move_to}, which is already in the list as another feed"
-            self._exec(conn, "feed_disable", id=feed_id, reason=reason)
-            return reason
-
-        return self._write(work)
 
     def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
         return {

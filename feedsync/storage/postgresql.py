@@ -236,6 +236,7 @@ class PostgreSQLStorage(SQLStorage):
             with conn.transaction():
                 return work(conn)
 
+        self.writes += 1
         return self._run(attempt)
 
     def _read(self, name: str, **params: Any) -> list[Any]:

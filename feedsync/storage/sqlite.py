@@ -41,13 +41,14 @@ from feedsync import search as fulltext
 from feedsync import timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
+    STAGED,
     Article,
     LinkedEntry,
     NewsItem,
+    PollIntent,
+    PollRecord,
     SearchHit,
     SnapshotResult,
-    StageIntent,
-    StageResult,
     StorageStatus,
 )
 from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
@@ -271,6 +272,7 @@ class SQLiteStorage(SQLStorage):
         return busy.retrying(work, str(self.path))
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        self.writes += 1
         return busy.write(self._conn, work, str(self.path))
 
     def _read(self, name: str, **params: Any) -> list[sqlite3.Row]:
@@ -327,12 +329,14 @@ class SQLiteStorage(SQLStorage):
             reason = budget.ram_full(self._ram())
         return None if reason is None else f"not taking new entries: {reason}"
 
-    def stage(self, intent: StageIntent) -> StageResult:
-        full = self.room_for_entries()
-        if full is not None:
-            raise StorageFull(full)
-        result = super().stage(intent)
-        self._grown()
+    def record_poll(self, intent: PollIntent) -> PollRecord:
+        if intent.outcome == STAGED and intent.entries:
+            full = self.room_for_entries()
+            if full is not None:
+                raise StorageFull(full)
+        result = super().record_poll(intent)
+        if intent.entries:
+            self._grown()
         return result
 
     def save_article(

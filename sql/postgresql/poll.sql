@@ -5,21 +5,28 @@
 -- its entries.)
 
 -- name: poll_claim
--- A feed about to be polled is claimed, so another process (the daemon, a manual run,
--- cron) skips it meanwhile; a claim whose holder died expires at :lease_until. Every
--- outcome below gives the claim back. With :due_before (a pass polling due feeds only),
--- the feed must still be due: another poller may have polled it, and released it, since
--- this pass listed it.
+-- The feeds about to be polled (:ids, a JSON array), claimed as in sql/poll.sql.
 -- SKIP LOCKED: a poller claiming the same feed this instant wins, this one skips it
 -- (NO KEY UPDATE: a feed being linked to entries, KEY SHARE, is not being claimed).
 UPDATE feeds
    SET lease_owner = :owner, lease_until = :lease_until
- WHERE id = (SELECT id FROM feeds
-              WHERE id = :feed_id
-                AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
-                AND (CAST(:due_before AS text) IS NULL OR next_poll_at IS NULL
-                     OR next_poll_at <= :due_before)
-                FOR NO KEY UPDATE SKIP LOCKED);
+ WHERE id IN (SELECT id FROM feeds
+               WHERE id IN (SELECT CAST(value AS bigint)
+                              FROM json_array_elements_text(CAST(:ids AS json)))
+                 AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
+                 AND (CAST(:due_before AS text) IS NULL OR next_poll_at IS NULL
+                      OR next_poll_at <= :due_before)
+                 FOR NO KEY UPDATE SKIP LOCKED)
+RETURNING id;
+
+-- name: others_at_work
+SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until > :now)
+    OR EXISTS (SELECT 1 FROM news_summary
+                WHERE state IN ('new', 'failed')
+                  AND lease_owner <> :owner AND lease_until > :now)
+    OR EXISTS (SELECT 1 FROM host_slots
+                WHERE owner <> :owner
+                  AND lease_until > extract(epoch FROM clock_timestamp())) AS others;
 
 -- name: poll_move
 -- A permanent move: the feed takes its new URL, and remembers the one it was added under
