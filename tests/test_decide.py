@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from feedsync import decide
-from feedsync.records import Entry, Feed
+from feedsync.records import (
+    FAILED,
+    GONE,
+    NOT_MODIFIED,
+    STAGED,
+    Answer,
+    Entry,
+    Feed,
+    HostWait,
+    ParsedFeed,
+    PollIntent,
+    RedirectState,
+)
 
 FETCHED = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
@@ -233,3 +246,105 @@ def test_a_refusal_within_a_block_may_lengthen_it_by_its_own_retry_after() -> No
     assert decide.host_block(left, 1, timedelta(days=2), CAP) == decide.HostBlock(CAP, 1)
     # a first refusal with Retry-After: the server's word, capped
     assert decide.host_block(timedelta(0), 0, hour, CAP) == decide.HostBlock(hour, 1)
+
+
+# ---------------------------------------------------------------- one poll, one intent
+
+RULES = decide.PollRules(
+    base=timedelta(minutes=30),
+    min_interval=timedelta(minutes=5),
+    max_interval=timedelta(days=1),
+    lookback=timedelta(hours=24),
+    identity_window=timedelta(days=7),
+    extract_lease=timedelta(minutes=15),
+)
+POLLED = Feed(
+    id=7,
+    url="https://e.com/feed",
+    latest_published="2026-11-22T10:00:00Z",
+    etag='"old"',
+    last_modified=None,
+    polled_before=True,
+)
+
+
+def poll(feed: Feed = POLLED, **outcome: object) -> PollIntent:
+    return decide.poll(feed, FETCHED, RULES, jitter=0.0, owner="me", **outcome)  # type: ignore[arg-type]
+
+
+def test_a_parsed_feed_stages_its_candidates_and_advances() -> None:
+    parsed = ParsedFeed(
+        title="Feed",
+        entries=(
+            entry("new", "2026-11-22T11:00:00Z"),
+            entry("undated", None),
+            entry("ancient", "2026-11-01T00:00:00Z"),  # before latest_published - lookback
+            entry("new", "2026-11-22T11:00:00Z"),  # repeated in the document
+        ),
+        ttl=timedelta(hours=2),
+    )
+    intent = poll(answer=Answer(etag='"v2"', last_modified="Sun, 22 Nov 2026"), parsed=parsed)
+    assert intent.outcome == STAGED
+    assert [e.title for e in intent.entries] == ["new", "undated"]
+    assert intent.newest_published == "2026-11-22T11:00:00Z"
+    assert (intent.etag, intent.last_modified) == ('"v2"', "Sun, 22 Nov 2026")
+    assert intent.feed_title == "Feed" and intent.error is None
+    assert intent.next_poll_at == "2026-11-22T14:00:00Z"  # its <ttl> of two hours
+    assert intent.lease_until == "2026-11-22T12:15:00Z" and intent.owner == "me"
+    assert intent.window_start == "2026-11-15T12:00:00Z"
+    assert intent.redirect is None  # nothing about its URL to write
+
+
+def test_a_stage_only_pass_leaves_the_rows_free_for_anyone() -> None:
+    rules = decide.PollRules(**{**RULES.__dict__, "extract_lease": None})
+    intent = decide.poll(
+        POLLED, FETCHED, rules, jitter=0.0, owner="me", answer=Answer(), parsed=ParsedFeed(None, ())
+    )
+    assert intent.lease_until == decide.NO_LEASE
+
+
+def test_not_modified_keeps_the_validators_and_honours_max_age() -> None:
+    intent = poll(answer=Answer(etag='"v3"', max_age=timedelta(hours=3)))
+    assert intent.outcome == NOT_MODIFIED and intent.entries == ()
+    assert intent.etag == '"v3"' and intent.error is None
+    assert intent.next_poll_at == "2026-11-22T15:00:00Z"
+
+
+def test_a_failure_backs_off_and_honours_retry_after() -> None:
+    failing = replace(POLLED, error_count=2)  # the third failure in a row: base x 4
+    intent = poll(failing, error="HTTP 500")
+    assert intent.outcome == FAILED and intent.error == "HTTP 500"
+    assert intent.next_poll_at == "2026-11-22T14:00:00Z"
+    later = poll(failing, error="HTTP 503", hint=timedelta(hours=5))
+    assert later.next_poll_at == "2026-11-22T17:00:00Z"
+    assert intent.redirect is None  # a failure says nothing about where the feed lives
+
+
+def test_gone_disables_the_feed_with_the_reason() -> None:
+    intent = poll(error="HTTP 410", gone=True)
+    assert intent.outcome == GONE and intent.next_poll_at is None
+    assert intent.error == "HTTP 410: the publisher removed this feed"
+
+
+def test_a_move_is_decided_with_the_poll() -> None:
+    moved = Answer(moved_to="https://new.e.com/feed", moved_by_308=True)
+    intent = poll(answer=moved)
+    assert intent.redirect == RedirectState("https://new.e.com/feed", None, 0)
+    assert decide.move_note(intent, None, True) == (
+        "moved permanently to https://new.e.com/feed (308): the feed now uses it"
+    )
+    first_301 = poll(answer=replace(moved, moved_by_308=False))
+    assert first_301.redirect == RedirectState(None, "https://new.e.com/feed", 1)
+    assert decide.move_note(first_301, None, False) is None
+    refused = decide.move_note(intent, "already in the list", True)
+    assert refused == "cannot follow its move: already in the list; disabled"
+    # a pending move that the next poll does not confirm is forgotten
+    pending = replace(POLLED, redirect_to="https://new.e.com/feed", redirect_seen=1)
+    assert poll(pending, answer=Answer()).redirect == RedirectState(None, None, 0)
+
+
+def test_the_hosts_politeness_state_goes_with_the_poll() -> None:
+    wait = HostWait("e.com", "2026-11-22T12:02:00Z", 1, "HTTP 429")
+    refused = poll(error="HTTP 429", host_wait=wait)
+    assert refused.host_wait == wait and refused.outcome == FAILED
+    assert poll(answer=Answer(), host_clear="e.com").host_clear == "e.com"

@@ -15,7 +15,17 @@ from typing import Any
 import pytest
 from conftest import BACKENDS, live_and_card, what_feedsync_sees
 
-from feedsync.records import FAILED, Article, Entry, FailureOutcome, PollIntent
+from feedsync.records import (
+    FAILED,
+    GONE,
+    NOT_MODIFIED,
+    Article,
+    Entry,
+    FailureOutcome,
+    HostWait,
+    PollIntent,
+    RedirectState,
+)
 from feedsync.storage import StorageError, sqlfiles
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlfiles import schema_steps, split_statements
@@ -481,3 +491,92 @@ def test_a_stopping_process_gives_back_all_it_holds(store: SQLStorage) -> None:
     store.release_leases("A")
     assert claim_feed(store, fid, "B", T0, "2026-11-22T10:05:00Z")
     assert claim(store, "B") != []
+
+
+# ---------------------------------------------------------------- record_poll, every outcome
+
+
+def health(store: SQLStorage, fid: int) -> Any:
+    return next(h for h in store.feed_health() if h.id == fid)
+
+
+def test_claims_are_taken_in_one_batch_and_skip_what_others_hold(store: SQLStorage) -> None:
+    ids = [feed_id(store, f"https://e.com/feed{n}") for n in range(4)]
+    soon = "2026-11-22T10:05:00Z"
+    assert claim_feed(store, ids[1], "B", T0, soon)
+    writes = store.writes
+    claim = store.claim_feeds(ids, "A", T0, soon)
+    assert store.writes == writes + 1  # one transaction for the batch
+    assert claim.ids == {ids[0], ids[2], ids[3]}  # B is polling the second
+    assert claim.others  # and says so
+    store.release_leases("B")
+    assert not store.claim_feeds([], "A", T0, soon).others  # alone now: only A's claims
+
+
+def test_a_304_keeps_the_validators_and_ends_the_claim(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    assert claim_feed(store, fid, "A", T0, "2026-11-22T10:05:00Z")
+    store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, etag='"v9"', owner="A"))
+    feed = next(f for f in store.feeds_to_poll() if f.id == fid)
+    assert feed.etag == '"v9"' and feed.error_count == 0
+    assert health(store, fid).next_poll_at == LATER
+    assert claim_feed(store, fid, "B", T0, "2026-11-22T10:05:00Z")  # the claim is over
+
+
+def test_a_failure_counts_and_gone_disables_keeping_the_articles(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    store.record_poll(intent(fid, [entry(1)]))
+    store.record_poll(PollIntent(fid, T0, LATER, FAILED, error="HTTP 500"))
+    store.record_poll(PollIntent(fid, T0, LATER, FAILED, error="HTTP 502"))
+    assert (health(store, fid).error_count, health(store, fid).last_error) == (2, "HTTP 502")
+    store.record_poll(PollIntent(fid, T0, None, GONE, error="HTTP 410: removed"))
+    gone = health(store, fid)
+    assert not gone.enabled and gone.disabled_reason == "HTTP 410: removed"
+    assert gone.entries == 1  # its entries stay
+    assert fid not in {f.id for f in store.feeds_to_poll()}
+
+
+def test_a_move_is_written_with_the_poll_and_refused_onto_another_feed(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    other = feed_id(store, "https://e.com/other")
+    pending = RedirectState(None, "https://e.com/new", 1)
+    store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, redirect=pending))
+    feed = next(f for f in store.feeds_to_poll() if f.id == fid)
+    assert (feed.redirect_to, feed.redirect_seen) == ("https://e.com/new", 1)
+    moved = store.record_poll(
+        PollIntent(
+            fid, T0, LATER, NOT_MODIFIED, redirect=RedirectState("https://e.com/new", None, 0)
+        )
+    )
+    assert moved.move_refused is None
+    assert health(store, fid).url == "https://e.com/new"
+    assert health(store, fid).moved_from == "https://e.com/feed"
+    onto = RedirectState("https://e.com/other", None, 0)
+    refused = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, redirect=onto))
+    assert refused.move_refused and "already in the list" in refused.move_refused
+    assert not health(store, fid).enabled and health(store, other).enabled
+
+
+def test_a_poll_writes_its_hosts_state_and_gives_its_slot_back(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    turn = store.host_turn("e.com", "A", 1, 0.0, 15.0)
+    assert turn is not None and store.host_turn("e.com", "B", 1, 0.0, 15.0) is None
+    wait = HostWait("e.com", "2026-11-22T12:00:00Z", 1, "HTTP 429")
+    writes = store.writes
+    store.record_poll(
+        PollIntent(
+            fid,
+            T0,
+            LATER,
+            FAILED,
+            error="HTTP 429",
+            host_wait=wait,
+            host_slots=(("e.com", turn[0]),),
+            owner="A",
+        )
+    )
+    assert store.writes == writes + 1
+    assert store.hosts_waiting(T0) == {"e.com": ("2026-11-22T12:00:00Z", 1)}
+    assert store.host_turn("e.com", "B", 1, 0.0, 15.0) is not None  # the slot is free
+    store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, host_clear="e.com"))
+    assert store.hosts_waiting(T0) == {}

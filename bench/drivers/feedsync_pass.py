@@ -30,12 +30,15 @@ def main() -> int:
     config = config_module.load(args.config)
     storage = _open(config)
     try:
+        before = getattr(storage, "writes", 0)  # older feedsync: not counted
         stats = Pass(
             config, storage, PlainProgress(summary=False), extract=not args.no_extract
         ).run()
+        # the pass's own write transactions (the config's feeds brought in are not)
+        out = {**asdict(stats), "write_transactions": getattr(storage, "writes", 0) - before}
     finally:
         storage.close()
-    print(json.dumps(asdict(stats)), flush=True)
+    print(json.dumps(out), flush=True)
     return 0
 
 

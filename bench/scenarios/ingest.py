@@ -32,6 +32,7 @@ class Side:
     entries: int  # rows the cold run stored
     db_bytes: int
     empty: Cost  # the same command with no feed: the fixed cost of a run
+    steady_writes: int = 0  # write transactions of the steady pass (feedsync only)
 
 
 def _feedsync(bench: Bench, world: World, rep: int) -> Side:
@@ -57,7 +58,14 @@ def _feedsync(bench: Bench, world: World, rep: int) -> Side:
     empty = measure(bench.driver("feedsync_pass.py", str(nothing), "--no-extract"))
     shutil.rmtree(folder)
     return Side(
-        cold.cost, steady.cost, cold_traffic, steady_traffic, stats["staged"], size, empty.cost
+        cold.cost,
+        steady.cost,
+        cold_traffic,
+        steady_traffic,
+        stats["staged"],
+        size,
+        empty.cost,
+        int(again.get("write_transactions", 0)),
     )
 
 
@@ -203,6 +211,8 @@ def run(bench: Bench) -> tuple[Result, Result, list[Side], list[Side]]:
     steady.details = {
         "not_modified": [ours[0].steady_traffic.feed_not_modified,
                          theirs[0].steady_traffic.feed_not_modified],
+        "feedsync_write_transactions_per_feed": round(
+            sorted(s.steady_writes for s in ours)[len(ours) // 2] / n, 3),
     }  # fmt: skip
     steady.notes.append(
         f"{n} feeds, every one answered 304 Not Modified to both. 'CPU per feed' includes "

@@ -2,7 +2,7 @@
 -- taken from there by name, see feedsync/storage/sqlfiles.py.)
 -- Stage 2: staging the candidates of one feed poll. THIS is where entries are
 -- deduplicated: UNIQUE(url, title) + INSERT ... ON CONFLICT DO NOTHING. All of one poll runs in ONE short
--- write transaction (feedsync/storage/base.py: stage), so latest_published never
+-- write transaction (feedsync/storage/base.py: record_poll), so latest_published never
 -- moves without the rows it covers.
 
 -- name: stage_insert
