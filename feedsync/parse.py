@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
+from urllib.parse import uses_relative
 
 from feedsync import timestamps
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
@@ -452,7 +453,7 @@ _TTL = re.compile(rb"<ttl>([^<]*)</ttl>")
 _GUID = re.compile(rb"<guid[\s>/]")
 _PERMALINK = re.compile(rb"""<guid\s[^>]*?isPermaLink\s*=\s*["']([^"']*)["']""")
 _ATOM_ID = re.compile(rb"<id>")
-_RDF_ABOUT = re.compile(rb"rdf:about\s*=")
+_ITEM_ABOUT = re.compile(rb"<item\s[^>]*?rdf:about\s*=")
 # Every date element, anywhere. Each must be written in a form both parsers read alike.
 _DATE_ELEMENT = re.compile(
     rb"<((?:[A-Za-z_][\w.-]*:)?(?:pubDate|date|published|updated|modified|issued|created"
@@ -470,6 +471,7 @@ _W3CDTF = re.compile(
 )
 # A guid made only of what a date is made of: fastfeedparser may date its entry by it.
 _DATELIKE = re.compile(r"[0-9\s:/.,+TZ-]+")
+_OPAQUE_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?!//)")
 _MARKUP = frozenset("<&\r")  # what feedparser's sanitiser may change
 
 
@@ -524,11 +526,16 @@ class _AsFeedparser:
         return self.text(value)
 
     def uri(self, value: Any) -> Any:
-        return self._urljoin(self.base, value) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        scheme = _OPAQUE_SCHEME.match(value)
+        if scheme and scheme.group(1).lower() not in uses_relative:
+            return value  # tag:, urn: (what urljoin gives back untouched), without its cost
+        return self._urljoin(self.base, value)
 
 
 def _fast_entries(
-    found: list[Any], channel: Any, body: bytes, root: str, base: str
+    module: ModuleType, found: list[Any], channel: Any, body: bytes, root: str, base: str
 ) -> tuple[Any, list[RawEntry]] | None:
     """(feed title, entries) as feedparser would have read them, or None when this
     document has something fastfeedparser reads otherwise and that cannot be told apart
@@ -548,7 +555,8 @@ def _fast_entries(
             return None
         permalink = True
     elif root == _RDF:
-        if _GUID.search(body) or len(_RDF_ABOUT.findall(body)) != count + 1:
+        # every item named by its rdf:about (feedparser's id), none by a <guid>
+        if _GUID.search(body) or len(_ITEM_ABOUT.findall(body)) != count:
             return None
         permalink = False
     else:
@@ -560,6 +568,13 @@ def _fast_entries(
         if flags == {b"false"} and len(_PERMALINK.findall(body)) != guids:
             return None
     as_fp = _AsFeedparser(base)
+
+    def dated_by(guid: str, published: str) -> bool:
+        """Whether fastfeedparser may have dated an entry by its guid (it reads
+        "1559104147038" as milliseconds since 1970), which feedparser never does."""
+        parse_date = getattr(module.main, "_parse_date", None)
+        return parse_date is None or parse_date(guid) == published
+
     title_of = as_fp.text if atom else functools.partial(as_fp.html, guess=True)
     entries = []
     for raw in found:
@@ -568,8 +583,10 @@ def _fast_entries(
         published = raw.get("published")
         if root == "rss" and guids == 0:
             guid = None  # fastfeedparser names an entry without one by its link
-        elif guid is None or (published and _DATELIKE.fullmatch(guid)):
+        elif guid is None:
             return None
+        elif published and _DATELIKE.fullmatch(guid) and dated_by(guid, published):
+            return None  # fastfeedparser may have taken the guid for the entry's date
         if atom and typed_html and not _MARKUP.isdisjoint(f"{title}{summary}"):
             return None
         if not summary and (b"<content" in body or b":encoded" in body):
@@ -611,7 +628,7 @@ def read_fast(body: bytes, url: str, content_type: str | None) -> RawFeed | None
             include_media=False,
             include_enclosures=False,
         )
-        read = _fast_entries(result["entries"], result["feed"], body, root, url)
+        read = _fast_entries(module, result["entries"], result["feed"], body, root, url)
     except Exception:  # anything it cannot read, the referee reads
         return None
     if read is None:

@@ -156,6 +156,9 @@ def _items(kind: str, rng: random.Random) -> list[Item]:
             guid = f"/stories/{n}"
         elif kind == "no-guid":
             guid = None
+        elif kind == "numeric-guid":  # fastfeedparser reads it as a date (milliseconds)
+            guid = str(1559104147038 + n)
+            published = published if n % 2 else None
         elif kind == "unicode":
             title = f"東京の天気 {n} — Straße in Köln «{words}»"
             summary = f"Καλημέρα {summary} emoji 🚩"
@@ -177,6 +180,7 @@ KINDS = [
     "entities",
     "relative",
     "no-guid",
+    "numeric-guid",
     "unicode",
     "separators",
     "c1",
