@@ -35,7 +35,7 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 from urllib.parse import uses_relative
 
@@ -485,6 +485,24 @@ def _plain_dates(body: bytes) -> bool:
     return True
 
 
+@functools.cache
+def _feedparser_parts() -> SimpleNamespace:
+    """The functions of feedparser's that the fast path borrows, imported once, when a
+    value first needs one (a feed of plain ASCII text never does)."""
+    from feedparser.html import _cp1252
+    from feedparser.mixin import _FeedParserMixin
+    from feedparser.sanitizer import _sanitize_html
+    from feedparser.urls import _urljoin, resolve_relative_uris
+
+    return SimpleNamespace(
+        cp1252=_cp1252,
+        looks_like_html=_FeedParserMixin.looks_like_html,
+        sanitize=_sanitize_html,
+        resolve=resolve_relative_uris,
+        urljoin=_urljoin,
+    )
+
+
 class _AsFeedparser:
     """fastfeedparser's values turned into feedparser's, with feedparser's own functions,
     as its strict parser's ``pop`` does (feedparser/mixin.py): relative URIs resolved and
@@ -492,33 +510,24 @@ class _AsFeedparser:
     re-read, C1 characters taken for their cp1252 glyphs."""
 
     def __init__(self, base: str) -> None:
-        from feedparser.html import _cp1252
-        from feedparser.mixin import _FeedParserMixin
-        from feedparser.sanitizer import _sanitize_html
-        from feedparser.urls import _urljoin, resolve_relative_uris
-
         self.base = base
-        self._cp1252 = _cp1252
-        self._looks_like_html = _FeedParserMixin.looks_like_html
-        self._sanitize = _sanitize_html
-        self._resolve = resolve_relative_uris
-        self._urljoin = _urljoin
 
     def text(self, value: Any) -> Any:
         if not isinstance(value, str) or value.isascii():
             return value
         with contextlib.suppress(UnicodeEncodeError, UnicodeDecodeError):
             value = value.encode("iso-8859-1").decode("utf-8")
-        return value.translate(self._cp1252)
+        return value.translate(_feedparser_parts().cp1252)
 
     def html(self, value: Any, *, guess: bool = False) -> Any:
         """An HTML field (``guess``: a plain-text one, HTML when it looks like it)."""
         if not isinstance(value, str) or _MARKUP.isdisjoint(value):
             return self.text(value)
-        if guess and not self._looks_like_html(value):
+        borrowed = _feedparser_parts()
+        if guess and not borrowed.looks_like_html(value):
             return self.text(value)
-        value = self._resolve(value, self.base, "utf-8", "text/html")
-        return self.text(self._sanitize(value, "utf-8", "text/html"))
+        value = borrowed.resolve(value, self.base, "utf-8", "text/html")
+        return self.text(borrowed.sanitize(value, "utf-8", "text/html"))
 
     def link(self, value: Any) -> Any:
         if isinstance(value, str) and "&" in value:
@@ -531,7 +540,7 @@ class _AsFeedparser:
         scheme = _OPAQUE_SCHEME.match(value)
         if scheme and scheme.group(1).lower() not in uses_relative:
             return value  # tag:, urn: (what urljoin gives back untouched), without its cost
-        return self._urljoin(self.base, value)
+        return _feedparser_parts().urljoin(self.base, value)
 
 
 def _fast_entries(
