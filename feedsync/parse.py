@@ -459,6 +459,10 @@ _DATE_ELEMENT = re.compile(
     rb"<((?:[A-Za-z_][\w.-]*:)?(?:pubDate|date|published|updated|modified|issued|created"
     rb"|lastBuildDate))\b[^>]*>([^<]*)</\1\s*>"
 )
+_DATE_IN_CDATA = re.compile(
+    rb"<(?:[A-Za-z_][\w.-]*:)?(?:pubDate|date|published|updated|modified|issued|created"
+    rb"|lastBuildDate)\b[^>]*>\s*<"
+)
 _RFC822 = re.compile(
     rb"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?(?:0?[1-9]|[12][0-9]|3[01]) "
     rb"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?:19|20)[0-9]{2} "
@@ -478,6 +482,8 @@ _MARKUP = frozenset("<&\r")  # what feedparser's sanitiser may change
 def _plain_dates(body: bytes) -> bool:
     """Whether every date element in ``body`` is RFC 822 or RFC 3339 as the specs write
     them, the forms both parsers read to the same instant (tests/test_parse_referee.py)."""
+    if _DATE_IN_CDATA.search(body):
+        return False
     for _tag, value in _DATE_ELEMENT.findall(body):
         value = value.strip()
         if not (_RFC822.fullmatch(value) or _W3CDTF.fullmatch(value)):
