@@ -1,11 +1,13 @@
 """``feedsync add URL``: is it a feed, or a page that names its feeds?
 
 A URL that answers with a feed is the feed. A web page names its feeds in
-``<link rel="alternate" type="application/rss+xml" href="...">`` (RSS, Atom, RDF), the way
-browsers and readers find them; failing that, links that look like feeds (``/feed``,
-``/rss.xml``, ``atom``) are tried. Every candidate is fetched and must parse as a feed
-before it is accepted: a URL that is not a feed, and names none, is refused with the
-reason.
+``<link rel="alternate" type="application/rss+xml" href="...">`` (RSS, Atom, RDF, and
+``application/feed+json`` for a JSON Feed), the way browsers and readers find them; then
+``application/json`` alternates (JSON Feed 1.0's type, but also any JSON API a page links,
+so tried after the others); failing that, links that look like feeds (``/feed``,
+``/rss.xml``, ``atom``, ``feed.json``) are tried. Every candidate is fetched and must
+parse as a feed before it is accepted: a URL that is not a feed, and names none, is
+refused with the reason.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ FEED_TYPES = {
     "application/xml",
     "text/xml",
     "application/feed+xml",
+    "application/feed+json",
 }
+# JSON Feed 1.0 said application/json, which also names a WordPress page's REST API: tried
+# after every other alternate
+MAYBE_FEED_TYPES = {"application/json"}
 _FEEDISH = re.compile(r"(?:^|[/._-])(?:rss|atom|feeds?|rdf)(?:[/._-]|\.xml|$)", re.IGNORECASE)
 MAX_CANDIDATES = 5
 
@@ -47,6 +53,7 @@ class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.alternates: list[str] = []
+        self.maybe: list[str] = []
         self.anchors: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -59,6 +66,8 @@ class _Links(HTMLParser):
             kind = values.get("type", "").lower().split(";")[0].strip()
             if "alternate" in rel and kind in FEED_TYPES:
                 self.alternates.append(href)
+            elif "alternate" in rel and kind in MAYBE_FEED_TYPES:
+                self.maybe.append(href)
         elif tag == "a" and _FEEDISH.search(href):
             self.anchors.append(href)
 
@@ -72,7 +81,7 @@ def feed_links(html: str, base_url: str) -> list[str]:
     except Exception:  # html.parser on hostile markup: keep what was read
         pass
     found: list[str] = []
-    for href in [*parser.alternates, *parser.anchors]:
+    for href in [*parser.alternates, *parser.maybe, *parser.anchors]:
         url = canonical_url(href, base_url)
         if url and url not in found:
             found.append(url)
@@ -114,7 +123,7 @@ async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) ->
         candidates = feed_links(html, response.url)[:MAX_CANDIDATES]
         if not candidates:
             if "html" in (response.content_type or "").lower() or "<html" in html[:2048].lower():
-                raise NoFeed(f"{url} is a web page that names no RSS or Atom feed")
+                raise NoFeed(f"{url} is a web page that names no RSS, Atom or JSON feed")
             raise NoFeed(f"{url} is not a feed: {why}")
         tried = []
         for candidate in candidates:

@@ -58,8 +58,8 @@ from feedsync.config import DEFAULT_USER_AGENT
 MAX_REDIRECTS = 5
 ACCEPT_ENCODING = "gzip, deflate"  # what we decompress ourselves, with a bounded output
 FEED_ACCEPT = (
-    "application/atom+xml, application/rss+xml, application/rdf+xml, application/xml;q=0.9, "
-    "text/xml;q=0.9, */*;q=0.5"
+    "application/atom+xml, application/rss+xml, application/rdf+xml, application/feed+json, "
+    "application/xml;q=0.9, text/xml;q=0.9, application/json;q=0.8, */*;q=0.5"
 )
 PAGE_ACCEPT = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5"
 PERMANENT = (301, 308)

@@ -163,5 +163,7 @@ def test_a_run_with_nothing_to_extract_never_loads_trafilatura(fs: FeedsyncEnv, 
     assert "trafilatura" in run()
     # the next run (cron, a few minutes later, nothing new) does not load it, nor rich
     quiet = run()
-    assert "feedparser" in quiet
+    assert "feedsync.parse" in quiet
     assert "trafilatura" not in quiet and "rich" not in quiet
+    # a plain UTF-8 feed is read by fastfeedparser alone: feedparser, the referee, waits
+    assert "feedparser" not in quiet

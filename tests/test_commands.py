@@ -213,7 +213,7 @@ def test_add_a_web_page_finds_its_feed(fs: FeedsyncEnv, server: LocalServer) -> 
 def test_add_refuses_what_is_not_a_feed(fs: FeedsyncEnv, server: LocalServer) -> None:
     page = server.set("/about", "<html><body><p>About us</p></body></html>")
     done = fs.run("add", page, expect=2)
-    assert "names no RSS or Atom feed" in done.stderr and done.stderr.count("\n") == 1
+    assert "names no RSS, Atom or JSON feed" in done.stderr and done.stderr.count("\n") == 1
     broken = server.set(
         "/named",
         '<html><head><link rel="alternate" type="application/'
