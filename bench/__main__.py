@@ -74,6 +74,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--latency-feeds", type=int, help="feeds polled in scenario 10 (default 400)"
     )
     parser.add_argument(
+        "--latency-sqlite",
+        action="store_true",
+        help="scenario 10 also on SQLite (1, 2 and 4 daemons on one file; twice the time)",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="put the scenarios run (--only) into the existing results.json instead of"
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print("python -m bench: sizes and --repeat must be at least 1", file=sys.stderr)
         return 2
     params = replace(params, **overrides)
+    if args.latency_sqlite:
+        params = replace(params, latency_sqlite=True)
     output = args.output or (QUICK_OUTPUT if args.quick else BENCH)
     if args.render:
         try:

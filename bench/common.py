@@ -49,6 +49,7 @@ class Params:
     latency_feeds: int = 400  # scenario 10: feeds answered after latency_delay, 1/2/4 pollers
     latency_entries: int = 10
     latency_delay: float = 0.2  # s before the feed server answers (a server far away)
+    latency_sqlite: bool = False  # also 1/2/4 daemons on SQLite (doubles scenario 10's time)
     year_feeds: int = 100  # scenario 9: a year on a Pi, time-compressed
     year_per_day: int = 1_000  # new articles a simulated day
     year_days: int = 120

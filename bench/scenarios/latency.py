@@ -23,6 +23,11 @@ goal (issue 21) is 4 pollers at >= 3x its feeds per second, every feed polled on
 One poller's feeds per second is also set against its network ceiling, ``concurrency /
 latency_delay`` (8 / 0.2 s = 40 feeds/s): near 1, a poller is bound by the network, as
 on the internet, not by this machine.
+
+``--latency-sqlite`` (``Params.latency_sqlite``) adds the same 1, 2 and 4 daemons on one
+SQLite database (live file on tmpfs, snapshot folder on disk), interleaved with the
+PostgreSQL runs, 2 and 4 against 1 again: the round takes twice as long, so it is off by
+default.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from bench.common import Bench, Result
 from bench.scenarios.pg_scale import Cluster, Run, Skipped, pgserver_version, poll_round, why_not
 from bench.world import World
 
-POLLERS = (1, 2, 4)  # daemons on one PostgreSQL database; 1 is the baseline
+POLLERS = (1, 2, 4)  # daemons on one database; 1 is the baseline
 
 
 def run(bench: Bench) -> Result:
@@ -42,32 +47,34 @@ def run(bench: Bench) -> Result:
         raise Skipped(reason)
     p = bench.params
     n, delay = p.latency_feeds, p.latency_delay
+    backends = ("postgresql", "sqlite") if p.latency_sqlite else ("postgresql",)
     bench.log(
         f"scenario 10: {n} feeds x {p.latency_entries} entries answered after "
-        f"{delay * 1000:.0f} ms, {'/'.join(map(str, POLLERS))} daemons on PostgreSQL, "
-        f"{p.repeat} runs each"
+        f"{delay * 1000:.0f} ms, {'/'.join(map(str, POLLERS))} daemons on "
+        f"{' and '.join(backends)}, {p.repeat} runs each"
     )
     world = World(bench.server, "latency", n, p.latency_entries, feed_delay=delay)
     for article in world.articles:  # feeds only: the article pages answer 404
         bench.server.remove(article.path)
     cluster = Cluster()
-    runs: dict[int, list[Run]] = {k: [] for k in POLLERS}
+    configs = [(b, k) for b in backends for k in POLLERS]
+    runs: dict[tuple[str, int], list[Run]] = {c: [] for c in configs}
     try:
         for rep in range(p.repeat):
-            shift = rep % len(POLLERS)  # who goes first rotates
-            for pollers in POLLERS[shift:] + POLLERS[:shift]:
+            shift = rep % len(configs)  # who goes first rotates
+            for backend, pollers in configs[shift:] + configs[:shift]:
                 made = poll_round(
                     bench,
                     world,
-                    "postgresql",
+                    backend,
                     pollers,
-                    label=f"b10-{pollers}-{rep}",
-                    cluster=cluster,
+                    label=f"b10-{backend[:2]}-{pollers}-{rep}",
+                    cluster=cluster if backend == "postgresql" else None,
                     per_host=p.concurrency * max(POLLERS),
                 )
-                runs[pollers].append(made)
+                runs[backend, pollers].append(made)
                 bench.log(
-                    f"  x{pollers} run {rep + 1}: {made.polling:.1f} s polling "
+                    f"  {backend} x{pollers} run {rep + 1}: {made.polling:.1f} s polling "
                     f"({made.wall:.1f} s with start-up), {n / made.polling:.0f} feeds/s, "
                     f"daemons {made.polling_cpu:.2f} s CPU, server "
                     f"{made.polling_server_cpu:.2f} s, {made.requests} feed requests, "
@@ -78,9 +85,10 @@ def run(bench: Bench) -> Result:
     return _result(bench, world, runs)
 
 
-def _result(bench: Bench, world: World, runs: dict[int, list[Run]]) -> Result:
+def _result(bench: Bench, world: World, every: dict[tuple[str, int], list[Run]]) -> Result:
     p = bench.params
     n, delay = p.latency_feeds, p.latency_delay
+    runs = {k: v for (b, k), v in every.items() if b == "postgresql"}
     one = runs[1]
     ceiling = p.concurrency / delay
     result = Result(
@@ -120,6 +128,28 @@ def _result(bench: Bench, world: World, runs: dict[int, list[Run]]) -> Result:
             [r.requests / n for r in runs[pollers]],
             [r.requests / n for r in one],
         )
+    sqlite = {k: v for (b, k), v in every.items() if b == "sqlite"}
+    for pollers in POLLERS[1:] if sqlite else ():
+        result.row(
+            f"SQLite: feeds per second, x{pollers} vs x1",
+            "feeds/s",
+            [n / r.polling for r in sqlite[pollers]],
+            [n / r.polling for r in sqlite[1]],
+            lower_is_better=False,
+            digits=0,
+        )
+        result.row(
+            f"SQLite: daemons' CPU per feed, x{pollers} vs x1",
+            "ms",
+            [1000 * r.polling_cpu / n for r in sqlite[pollers]],
+            [1000 * r.polling_cpu / n for r in sqlite[1]],
+        )
+        result.row(
+            f"SQLite: feed requests per feed (1: no double poll), x{pollers} vs x1",
+            "",
+            [r.requests / n for r in sqlite[pollers]],
+            [r.requests / n for r in sqlite[1]],
+        )
     result.row(
         f"one poller's feeds/s vs its network ceiling (concurrency {p.concurrency} / "
         f"{delay * 1000:.0f} ms)",
@@ -129,18 +159,21 @@ def _result(bench: Bench, world: World, runs: dict[int, list[Run]]) -> Result:
         lower_is_better=False,
         digits=0,
     )
-    double = {f"x{k}": [r.double_polls for r in v] for k, v in runs.items()}
+    double = {_name(b, k): [r.double_polls for r in v] for (b, k), v in every.items()}
     # how much of its ceiling each configuration reached, and how busy its daemons were:
     # far below one core each, they wait on the network
-    reached = {k: median([n / r.polling for r in v]) / (k * ceiling) for k, v in runs.items()}
-    busy = {k: median([r.polling_cpu / r.polling / k for r in v]) for k, v in runs.items()}
+    reached: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    for (backend, k), made in every.items():
+        reached[_name(backend, k)] = median([n / r.polling for r in made]) / (k * ceiling)
+        busy[_name(backend, k)] = median([r.polling_cpu / r.polling / k for r in made])
     result.details = {
         "world": world.describe(),
         "network_ceiling_one_poller_feeds_per_s": ceiling,
-        "share_of_ceiling": {f"x{k}": round(v, 3) for k, v in reached.items()},
-        "daemon_core_share": {f"x{k}": round(v, 3) for k, v in busy.items()},
+        "share_of_ceiling": {k: round(v, 3) for k, v in reached.items()},
+        "daemon_core_share": {k: round(v, 3) for k, v in busy.items()},
         "runs": {
-            f"x{k}": [
+            _name(b, k): [
                 {
                     "polling_s": round(r.polling, 2),
                     "wall_with_startup_s": round(r.wall, 2),
@@ -155,7 +188,7 @@ def _result(bench: Bench, world: World, runs: dict[int, list[Run]]) -> Result:
                 }
                 for r in v
             ]
-            for k, v in runs.items()
+            for (b, k), v in every.items()
         },
         "double_polls": double,
     }
@@ -183,11 +216,23 @@ def _result(bench: Bench, world: World, runs: dict[int, list[Run]]) -> Result:
         f"at {delay * 1000:.0f} ms each is its ceiling; four have {4 * p.concurrency}.",
         "Share of the network ceiling reached (median feeds/s over pollers x "
         f"{ceiling:.0f}): "
-        + ", ".join(f"x{k} {v:.0%}" for k, v in reached.items())
+        + ", ".join(f"{k} {v:.0%}" for k, v in reached.items())
         + "; each daemon's median use of a core in the window: "
-        + ", ".join(f"x{k} {v:.0%}" for k, v in busy.items())
+        + ", ".join(f"{k} {v:.0%}" for k, v in busy.items())
         + ".",
         f"The PostgreSQL {pgserver_version()} cluster runs on this machine, fsync off "
         "(tests/pgserver.py); the daemons, the server and the feed server share its cores.",
     ]
+    if sqlite:
+        result.notes.append(
+            "--latency-sqlite: the same 1, 2 and 4 daemons on one SQLite database (live "
+            "file on tmpfs, snapshot folder on disk), interleaved with the PostgreSQL runs; "
+            "the SQLite rows set 2 and 4 against 1 on SQLite."
+        )
     return result
+
+
+def _name(backend: str, pollers: int) -> str:
+    """A configuration's name in the notes and results.json: "x4" on PostgreSQL (the
+    scenario's subject), "sqlite x4" on SQLite."""
+    return f"x{pollers}" if backend == "postgresql" else f"{backend} x{pollers}"
