@@ -8,7 +8,7 @@
 
 Exit status: 0 when every scenario ran, 1 when one failed (the others still run and the
 report says which failed and why), 2 for bad arguments. A scenario that cannot run on
-this machine (8 without PostgreSQL) is reported as skipped, with the reason: not a failure.
+this machine (8 and 10 without PostgreSQL) is reported as skipped, with the reason: not a failure.
 """
 
 from __future__ import annotations
@@ -28,9 +28,19 @@ from bench import baseline
 from bench.common import BENCH, Bench, Params, Result
 from bench.measure import BenchError, machine
 from bench.report import merge, render, write
-from bench.scenarios import extract, ingest, memory, pg_scale, scale, startup, writes, year
+from bench.scenarios import (
+    extract,
+    ingest,
+    latency,
+    memory,
+    pg_scale,
+    scale,
+    startup,
+    writes,
+    year,
+)
 
-SCENARIOS = set(range(1, 10))
+SCENARIOS = set(range(1, 11))
 
 QUICK_OUTPUT = BENCH / "quick-results"
 
@@ -61,6 +71,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--articles", type=int, help="K articles to extract (default 100)")
     parser.add_argument("--pg-feeds", type=int, help="feeds polled in scenario 8 (default 2000)")
     parser.add_argument(
+        "--latency-feeds", type=int, help="feeds polled in scenario 10 (default 400)"
+    )
+    parser.add_argument(
+        "--latency-sqlite",
+        action="store_true",
+        help="scenario 10 also on SQLite (1, 2 and 4 daemons on one file; twice the time)",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="put the scenarios run (--only) into the existing results.json instead of"
@@ -82,13 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     params = Params.quick_mode() if args.quick else Params()
     overrides = {
         name: getattr(args, name)
-        for name in ("repeat", "feeds", "entries", "articles", "pg_feeds")
+        for name in ("repeat", "feeds", "entries", "articles", "pg_feeds", "latency_feeds")
         if getattr(args, name) is not None
     }
     if any(v < 1 for v in overrides.values()):
         print("python -m bench: sizes and --repeat must be at least 1", file=sys.stderr)
         return 2
     params = replace(params, **overrides)
+    if args.latency_sqlite:
+        params = replace(params, latency_sqlite=True)
     output = args.output or (QUICK_OUTPUT if args.quick else BENCH)
     if args.render:
         try:
@@ -182,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             attempt((8,), lambda: [pg_scale.run(bench)])
         if 9 in chosen:
             attempt((9,), lambda: [year.run(bench)])
+        if 10 in chosen:
+            attempt((10,), lambda: [latency.run(bench)])
     finally:
         bench.close()
 

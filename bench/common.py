@@ -46,6 +46,10 @@ class Params:
     startup_repeat: int = 10  # scenario 7 is cheap: more runs
     pg_feeds: int = 2_000  # scenario 8: feeds polled by 1, 2, 4 daemons on PostgreSQL
     pg_entries: int = 10  # entries per feed: polling and staging, not parsing
+    latency_feeds: int = 400  # scenario 10: feeds answered after latency_delay, 1/2/4 pollers
+    latency_entries: int = 10
+    latency_delay: float = 0.2  # s before the feed server answers (a server far away)
+    latency_sqlite: bool = False  # also 1/2/4 daemons on SQLite (doubles scenario 10's time)
     year_feeds: int = 100  # scenario 9: a year on a Pi, time-compressed
     year_per_day: int = 1_000  # new articles a simulated day
     year_days: int = 120
@@ -75,6 +79,8 @@ class Params:
             startup_repeat=2,
             pg_feeds=20,
             pg_entries=5,
+            latency_feeds=24,
+            latency_entries=5,
             year_feeds=10,
             year_per_day=48,
             year_days=8,

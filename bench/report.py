@@ -220,7 +220,9 @@ def _markdown(
         f'`[extract] workers = {params.workers}`, `[fetch] host_delay = "0s"` (one loopback '
         "host). Cells are min / **median** / max over the runs; the ratio is feedsync's median "
         "over the baseline's (for times and sizes below 1 is better for feedsync). "
-        f"Scenario 8: {params.pg_feeds:,} feeds x {params.pg_entries} entries.",
+        f"Scenario 8: {params.pg_feeds:,} feeds x {params.pg_entries} entries. Scenario 10: "
+        f"{params.latency_feeds:,} feeds x {params.latency_entries} entries, each answered "
+        f"after {params.latency_delay * 1000:.0f} ms.",
         "",
     ]
     for merged in data.get("merged", []):

@@ -136,10 +136,14 @@ class World:
         overlap: int = 3,
         seed: int = 1,
         now: datetime | None = None,
+        feed_delay: float = 0.0,
     ):
         """``pages``: real pages to cycle (None or []: generated pages).
         ``distinct_pages``: make every cycled copy a distinct article (for worlds whose
-        pages are fetched and extracted; costs a regex pass per page)."""
+        pages are fetched and extracted; costs a regex pass per page).
+        ``feed_delay``: seconds the server waits before answering each feed request, as a
+        server across the internet would (LocalServer sleeps in that request's own thread:
+        the other requests are not held up)."""
         if feeds < 1 or entries < 1:
             raise ValueError("a world needs at least one feed and one entry")
         self.server = server
@@ -150,6 +154,7 @@ class World:
         self.pages = pages or []
         self.distinct_pages = distinct_pages
         self.now = now or datetime.now(UTC).replace(microsecond=0)
+        self.feed_delay = feed_delay
         self.articles: list[Article] = []
         self.formats = [FORMAT_CYCLE[i % len(FORMAT_CYCLE)] for i in range(feeds)]
         self.feed_paths = [
@@ -211,7 +216,7 @@ class World:
         title = f"Bench Gazette – {self.name} category {f:03d}"
         body = render(title, self.server.url(path), items).encode("utf-8")
         self.body_sizes[path] = len(body)
-        self.server.set(path, body, content_type)
+        self.server.set(path, body, content_type, delay=self.feed_delay)
 
     def publish(self, count: int, when: datetime | None = None) -> list[Article]:
         """``count`` new articles, each at the top of ``overlap`` random feeds (whose
@@ -292,6 +297,7 @@ class World:
             "feed_bytes_median": sizes[len(sizes) // 2],
             "feed_bytes_total": sum(sizes),
             "pages": "real (scrapinghub-aeb corpus, cycled)" if self.pages else "generated",
+            **({"feed_delay_s": self.feed_delay} if self.feed_delay else {}),
         }
 
 

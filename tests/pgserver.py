@@ -96,6 +96,22 @@ class PostgresServer:
             "start",
         )
 
+    def restart(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: its backends end their sessions; ``immediate``: as
+        if it crashed) and start it again with the same options, port and data: every
+        client connection is dropped."""
+        self._run(
+            self.bindir / "pg_ctl",
+            "-D",
+            self.data,
+            "-l",
+            self.root / "server.log",  # else the server keeps pg_ctl's output pipes open
+            "-m",
+            mode,
+            "-w",
+            "restart",
+        )
+
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             self._run(self.bindir / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")

@@ -1,11 +1,11 @@
 """The benchmark harness (bench/) keeps working: its quick mode runs every scenario.
 
-No assertion on timings (CI machines are noisy and small): only that each of the nine
+No assertion on timings (CI machines are noisy and small): only that each of the ten
 scenarios produced figures for feedsync and for its baseline, and that the report was
 written. The first run creates the baseline's own venv (bench/.venv-baseline, with the
-PyPI package ``reader``), so it needs pip to reach a package index. Scenario 8 needs a
-PostgreSQL server (Debian's ``postgresql``, which CI installs) and psycopg: only where
-either is missing may it be skipped, and then the report must say why.
+PyPI package ``reader``), so it needs pip to reach a package index. Scenarios 8 and 10
+need a PostgreSQL server (Debian's ``postgresql``, which CI installs) and psycopg: only where
+either is missing may they be skipped, and then the report must say why.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = list(range(1, 10))
+SCENARIOS = list(range(1, 11))
+ON_POSTGRESQL = (8, 10)
 
 
 def _postgresql_missing() -> str | None:
@@ -45,9 +46,9 @@ def test_quick_bench_runs_every_scenario_against_its_baseline(tmp_path: Path) ->
     data = json.loads((output / "results.json").read_text())
     assert data["mode"] == "quick" and not data["failures"]
     missing = _postgresql_missing()
-    expected = [n for n in SCENARIOS if not (missing and n == 8)]
+    expected = [n for n in SCENARIOS if not (missing and n in ON_POSTGRESQL)]
     assert [s["scenario"] for s in data["scenarios"]] == expected
-    assert data["skipped"] == ({"8": missing} if missing else {})
+    assert data["skipped"] == ({str(n): missing for n in ON_POSTGRESQL} if missing else {})
     for scenario in data["scenarios"]:
         assert scenario["baseline"] and scenario["rows"], scenario
         for row in scenario["rows"]:
@@ -64,7 +65,7 @@ def test_quick_bench_runs_every_scenario_against_its_baseline(tmp_path: Path) ->
     assert (output / "year-on-a-pi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| # | scenario | metric | feedsync | baseline | ratio | machine | date |" in report
     for number in SCENARIOS:
-        assert f"\n## {number}. " in report  # scenario 8 skipped: "## 8. SKIPPED"
+        assert f"\n## {number}. " in report  # 8 and 10 skipped: "## 8. SKIPPED"
 
     # --render writes the same report again from results.json, measuring nothing
     (output / "RESULTS.md").unlink()

@@ -105,6 +105,29 @@ class Run:
     requests: int  # feed requests the server counted
     double_polls: int  # feeds requested more than once
     staged: int  # news_summary rows at the end
+    # start-up, for the scenarios that leave it out of the window (10): s from starting
+    # the daemons to the first and the last "feedsync daemon started" line of their logs,
+    # and the daemons' CPU (each tree's) at the moment its own line was seen
+    first_started: float = 0.0
+    last_started: float = 0.0
+    startup_cpu: float = 0.0
+    server_startup_cpu: float = 0.0  # the PostgreSQL server's, before the first line
+
+    @property
+    def polling(self) -> float:
+        """s from the first daemon's start-up done to every feed polled and recorded: the
+        window without the interpreters' and schema's start-up."""
+        return self.wall - self.first_started
+
+    @property
+    def polling_cpu(self) -> float:
+        """The daemons' CPU in :attr:`polling`'s window (each one's start-up left out)."""
+        return self.cpu - self.startup_cpu
+
+    @property
+    def polling_server_cpu(self) -> float:
+        """The PostgreSQL server's CPU from the first daemon's start-up done to the end."""
+        return self.server_cpu - self.server_startup_cpu
 
 
 class Cluster:
@@ -166,32 +189,41 @@ def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait()
 
 
-def _one_run(
+STARTED = b"feedsync daemon started"  # feedsync/daemon.py logs it when its scheduler runs
+
+
+def poll_round(
     bench: Bench,
     world: World,
     backend: str,
     pollers: int,
-    rep: int,
+    *,
+    label: str,
     cluster: Cluster | None,
+    per_host: int,
 ) -> Run:
-    p = bench.params
-    label = f"{backend}-{pollers}-{rep}"
-    live = bench.folder("pg_scale", label)
+    """One cold round: ``pollers`` ``feedsync daemon`` processes on a fresh database
+    (PostgreSQL in ``cluster``, or an SQLite file on tmpfs), started together, until the
+    server has seen a request for every feed of ``world`` and the database holds a poll
+    time for every feed; then the daemons are stopped. Scenarios 8 and 10 both measure
+    this round; ``label`` names the run's folders and database, ``per_host`` is the
+    ``[poll] per_host`` of every daemon (see the module's docstring)."""
+    live = bench.folder(world.name, label)
     sections: dict[str, dict[str, Any]] = {
         "daemon": {"tick": "60s"},
         "poll": {
             "interval": "24h",
             "min_interval": "1h",
             "max_interval": "24h",
-            "per_host": p.concurrency * max(POLLERS),  # see the module's docstring
+            "per_host": per_host,
         },
     }
     if backend == "postgresql":
         assert cluster is not None
-        target = cluster.server.create_database(f"b8_{pollers}_{rep}")
+        target = cluster.server.create_database(label.replace("-", "_"))
         config = bench.config(live / "feedsync.toml", world.feed_urls, url=target, **sections)
     else:
-        card = bench.folder("pg_scale", f"{label}-card", disk=True)
+        card = bench.folder(world.name, f"{label}-card", disk=True)
         target = str(live / "feedsync.db")
         config = bench.config(
             live / "feedsync.toml",
@@ -204,6 +236,9 @@ def _one_run(
     server_before = cluster.cpu() if cluster else 0.0
     processes: list[subprocess.Popen[bytes]] = []
     logs: list[Path] = []
+    started_at: dict[int, float] = {}  # daemon index -> s from the start to its line
+    startup_cpu: dict[int, float] = {}  # daemon index -> its tree's CPU at that moment
+    server_startup_cpu = 0.0  # the server's over the run until the first of those lines
     started = time.monotonic()
     try:
         for index in range(pollers):
@@ -219,15 +254,20 @@ def _one_run(
                         start_new_session=True,
                     )
                 )
-        deadline = started + max(120.0, p.pg_feeds * 0.5)
+        deadline = started + max(120.0, len(world.feed_paths) * 0.5)
         paths = world.feed_paths
         while True:
-            for process, log in zip(processes, logs, strict=True):
+            for index, (process, log) in enumerate(zip(processes, logs, strict=True)):
                 if process.poll() is not None:
                     raise BenchError(
                         f"a feedsync daemon died (exit {process.returncode}):\n"
                         + log.read_text(errors="replace")[-3000:]
                     )
+                if index not in started_at and STARTED in log.read_bytes():
+                    startup_cpu[index] = tree_cpu(process.pid)
+                    started_at[index] = time.monotonic() - started
+                    if len(started_at) == 1 and cluster is not None:
+                        server_startup_cpu = cluster.cpu() - server_before
             hits = world.server.hits
             if all(hits[path] > before.get(path, (0, 0))[0] for path in paths) and _count_polled(
                 backend, target
@@ -255,7 +295,20 @@ def _one_run(
         raise BenchError(f"{label}: {staged} articles staged, expected {len(world.articles)}")
     if cluster is not None:
         cluster.server.drop_database(target)
-    return Run(backend, pollers, wall, cpu, server_cpu, requests, double, staged)
+    return Run(
+        backend,
+        pollers,
+        wall,
+        cpu,
+        server_cpu,
+        requests,
+        double,
+        staged,
+        first_started=min(started_at.values(), default=0.0),
+        last_started=max(started_at.values(), default=0.0),
+        startup_cpu=sum(startup_cpu.values()),
+        server_startup_cpu=server_startup_cpu,
+    )
 
 
 def run(bench: Bench) -> Result:
@@ -277,7 +330,15 @@ def run(bench: Bench) -> Result:
         for rep in range(p.repeat):
             shift = rep % len(configs)  # who goes first rotates
             for backend, pollers in configs[shift:] + configs[:shift]:
-                made = _one_run(bench, world, backend, pollers, rep, cluster)
+                made = poll_round(
+                    bench,
+                    world,
+                    backend,
+                    pollers,
+                    label=f"b8-{backend}-{pollers}-{rep}",
+                    cluster=cluster,
+                    per_host=p.concurrency * max(POLLERS),
+                )
                 runs[backend, pollers].append(made)
                 bench.log(
                     f"  {backend} x{pollers} run {rep + 1}: {made.wall:.1f} s, "

@@ -8,6 +8,11 @@ same names, tables and columns as SQLite's); what differs is here:
 - connections come from psycopg's pool; each storage method is one transaction on one
   pooled connection (``autocommit`` off only inside ``conn.transaction()``), and no
   network I/O to the feeds happens while one is open;
+- a checkout costs no round trip (no ``check`` on every ``getconn``): a connection the
+  server dropped (a restart, a failover, an idle timeout) is found when a statement
+  fails on it, and then the pool's idle connections are checked once and the work is
+  run again on a live one, unless the connection broke during the COMMIT, when whether
+  the work was applied is unknown (then it is StorageUnavailable, as any lost server);
 - concurrency is the server's: ``ON CONFLICT DO NOTHING RETURNING id`` names the rows
   one poller really created, claims use ``FOR NO KEY UPDATE SKIP LOCKED`` plus the same leases,
   and a transaction the server aborted as a deadlock or serialization failure is run
@@ -50,6 +55,10 @@ CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 4  # the pipeline uses one connection at a time; the daemon a second, rarely
 # Retries of a transaction the server aborted (deadlock, serialization failure).
 CONFLICT_RETRIES = 10
+# Runs again of work whose connection the server had dropped, each on a connection that
+# a check of the pool's idle ones left alive: one is enough after a restart (the check
+# replaces every dead idle connection); two spare a rare race with the pool's refill.
+RECONNECT_RETRIES = 2
 # SQLSTATEs worth running the whole transaction again for
 _RETRYABLE = {"40001", "40P01"}
 
@@ -124,6 +133,15 @@ def _session_views(conn: psycopg.Connection[Any]) -> None:
     conn.execute(pyformat(queries(ENGINE_DIR)["session_views"]).encode())
 
 
+class _CommitUnknown(Exception):
+    """The connection broke while the COMMIT was on its way: the server may have applied
+    the transaction or not, so it is not run again (a claim or a stage twice)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
 class PostgreSQLStorage(SQLStorage):
     """:class:`feedsync.storage.Storage` on a PostgreSQL database."""
 
@@ -164,7 +182,6 @@ class PostgreSQLStorage(SQLStorage):
                 "row_factory": dict_row,
                 "connect_timeout": CONNECT_TIMEOUT_S,
             },
-            check=ConnectionPool.check_connection,  # a server restart costs no failed job
             configure=_session_views,
             timeout=CONNECT_TIMEOUT_S * 3,
             open=False,
@@ -205,21 +222,41 @@ class PostgreSQLStorage(SQLStorage):
 
     def _run(self, attempt: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``attempt`` on a pooled connection, again when the server aborted it as a
-        deadlock or a serialization failure; every other failure as one StorageError."""
+        deadlock or a serialization failure, and again on a live connection when the one
+        it had was dropped by the server before it could commit (a restarted server costs
+        no failed job, and a checkout no round trip); every other failure as one
+        StorageError, a lost server as StorageUnavailable."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
         delay = 0.02
-        for retry in range(CONFLICT_RETRIES + 1):
+        conflicts = reconnects = 0
+        while True:
+            broken = False
             try:
                 with self._pool.connection() as conn:
-                    return attempt(conn)
+                    try:
+                        return attempt(conn)
+                    finally:
+                        broken = conn.broken  # the pool discards it on the way back
+            except _CommitUnknown as unknown:
+                raise StorageUnavailable(
+                    f"lost the connection to {self.location} while committing: "
+                    f"{_reason(unknown.error, self.url)}"
+                ) from None
             except psycopg.Error as exc:
-                if exc.sqlstate in _RETRYABLE and retry < CONFLICT_RETRIES:
+                if exc.sqlstate in _RETRYABLE and conflicts < CONFLICT_RETRIES:
+                    conflicts += 1
                     time.sleep(delay * (0.5 + random.random()))
                     delay = min(delay * 2, 1.0)
                     continue
-                if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
+                if broken and reconnects < RECONNECT_RETRIES:
+                    # nothing was committed on it: the other idle connections are likely
+                    # as dead (a restart drops them all); one round trip each, now only
+                    reconnects += 1
+                    self._pool.check()
+                    continue
+                if broken or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None):
                     raise StorageUnavailable(
                         f"lost the connection to {self.location}: {_reason(exc, self.url)}"
                     ) from None
@@ -229,12 +266,21 @@ class PostgreSQLStorage(SQLStorage):
                     f"cannot connect to {self.location}: no connection within "
                     f"{CONNECT_TIMEOUT_S * 3}s (is the server running?)"
                 ) from None
-        raise AssertionError("unreachable")
 
     def _write(self, work: Callable[[Any], T]) -> T:
         def attempt(conn: psycopg.Connection[Any]) -> T:
-            with conn.transaction():
-                return work(conn)
+            import psycopg
+
+            committing = False
+            try:
+                with conn.transaction():
+                    result = work(conn)
+                    committing = True  # the block's end sends COMMIT
+            except psycopg.OperationalError as exc:
+                if committing and conn.broken:
+                    raise _CommitUnknown(exc) from None
+                raise
+            return result
 
         self.writes += 1
         return self._run(attempt)
