@@ -88,6 +88,9 @@ class JsonProgress(PlainProgress):
     def finish(self, stats: RunStats, seconds: float) -> None:
         data: dict[str, Any] = asdict(stats)
         data["seconds"] = round(seconds, 3)
+        # a flag to test and the detail to show ("snapshot" keeps the detail, as before)
+        data["snapshot_written"] = stats.snapshot == "written"
+        data["snapshot_detail"] = stats.snapshot
         print(json.dumps(data), file=self._out, flush=True)
 
 

@@ -177,7 +177,7 @@ def test_add_a_feed_polls_it_once(fs: FeedsyncEnv, server: LocalServer) -> None:
     )
     done = fs.run("add", feed, "--category", "News/Local")
     assert done.stdout == (
-        f"added {feed}: Added, 1 entries staged; their articles come with the next run\n"
+        f"added {feed}: Added, 1 entry staged; their articles come with the next run\n"
     )
     assert server.hits["/articles/a"] == 0  # polled, not extracted
     assert fs.run("add", feed).stdout == f"already there: {feed}\n"
