@@ -61,7 +61,8 @@ class ParsedFeed:
 
         The consequence first (the encoding the text was read in, the entries lost), the
         parser's complaint after it: ``feeds`` cuts the line to the terminal's width, and
-        "parsed as iso-8859-2 (declared utf-8); 1 entry skipped: no link" is what the owner acts on."""
+        "parsed as iso-8859-2 (declared utf-8); 1 entry skipped: no link" is what the
+        owner acts on."""
         parts = []
         complaint = self.problem
         override = _ENCODING_OVERRIDE.match(complaint or "")
