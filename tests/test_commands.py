@@ -90,7 +90,10 @@ def run(env: FeedsyncEnv, *args: str, expect: int = 0) -> subprocess.CompletedPr
 
 
 def lines_fit(text: str, width: int = 80) -> bool:
-    return all(len(line) <= width for line in text.splitlines())
+    """Every line within ``width`` columns (a Japanese character takes two)."""
+    from feedsync.terminal import display_width
+
+    return all(display_width(line) <= width for line in text.splitlines())
 
 
 # ---------------------------------------------------------------- status and feeds
