@@ -166,7 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
         "entries are staged, their articles come with the next run or daemon tick.",
     )
     add.add_argument("url", help="the feed's URL, or a web page's that names its feed")
-    add.add_argument("--category", metavar="PATH", help='a folder for it, e.g. "News/World"')
+    add.add_argument(
+        "--category",
+        metavar="PATH",
+        help='a folder for it, e.g. "News/World" (a "/" with a space beside it, as in '
+        '"UI / UX", is part of a name; "\\/" also)',
+    )
     remove = command(
         "remove",
         "remove a feed (its articles are kept)",
@@ -1064,13 +1069,18 @@ def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
             (added if new else present).append(feed)
     finally:
         storage.close()
-    print(f"imported {args.file}: {len(added)} feeds added, {len(present)} already there")
+    print(
+        f"imported {args.file}: {terminal.plural(len(added), 'feed')} added, "
+        f"{len(present)} already there"
+    )
     for feed in present:
         print(f"  already there: {feed.url}")
-    if found.merged:
-        print(f"  {found.merged} entries of the file repeated a feed listed before them")
-    for url in found.unusable:  # as the file has it
-        print(f"  skipped, not an http(s) feed URL: {terminal.clean(url, one_line=True)}")
+    if found.skipped:
+        repeats = f", {found.repeats} of them repeats" if found.repeats else ""
+        print(f"  {terminal.plural(len(found.skipped), 'outline')} not imported{repeats}:")
+    for skipped in found.skipped:  # as the file has it (cleaned: printed to a terminal)
+        where = f"line {skipped.line}: " if skipped.line else ""
+        print(f"    {where}{terminal.clean(skipped.what, one_line=True)}: {skipped.reason}")
     if added:
         print("their entries come with the next run (or the daemon's next tick)")
     return EXIT_OK

@@ -377,10 +377,11 @@ def test_opml_round_trip_keeps_nested_folders(fs: FeedsyncEnv, tmp_path: Path) -
     source.write_bytes(NESTED)
     fs.configure([])
     done = fs.run("import-opml", str(source))
-    assert done.stdout.splitlines()[:3] == [
+    assert done.stdout.splitlines()[:4] == [
         f"imported {source}: 4 feeds added, 0 already there",
-        "  1 entries of the file repeated a feed listed before them",
-        "  skipped, not an http(s) feed URL: gopher://old.example/feed",
+        "  2 outlines not imported, 1 of them repeats:",
+        "    line 11: https://top.example/rss: a repeat of the feed on line 10",
+        "    line 12: gopher://old.example/feed: not an http(s) feed URL",
     ]
     again = fs.run("import-opml", str(source)).stdout
     assert "0 feeds added, 4 already there" in again
