@@ -116,8 +116,8 @@ def test_cron_output_is_one_summary_line_plus_errors(fs: FeedsyncEnv, site: Site
     fs.configure([good, bad])
     done = fs.run("run")
     assert re.fullmatch(
-        r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entries staged, "
-        r"1 articles extracted \(0 failed, 0 given up\) in \d+\.\ds; snapshot written\n",
+        r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entry staged, "
+        r"1 article extracted \(0 failed, 0 given up\) in \d+\.\ds; snapshot written\n",
         done.stdout,
     )
     assert done.stderr == f"feedsync: feed {bad}: HTTP 500 Internal Server Error\n"
@@ -138,7 +138,7 @@ def test_terminal_gets_progress_bars(fs: FeedsyncEnv, site: Site) -> None:
     )
     assert code == 0, text
     assert "polling feeds" in text and "extracting articles" in text
-    assert "1 articles extracted" in text
+    assert "1 article extracted" in text
 
 
 def _imported_modules(done: subprocess.CompletedProcess[str]) -> set[str]:

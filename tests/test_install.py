@@ -60,7 +60,7 @@ def test_user_install_runs_the_demo_then_the_users_feeds(tmp_path: Path) -> None
     config.write_text(config.read_text() + '\n[[feeds]]\nurl = "http://127.0.0.1:9/feed.xml"\n')
     again = install(tmp_path, "--run")  # upgrade in place: keeps the config, runs the feeds
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "1 feeds polled (0 not modified, 1 failed)" in again.stdout
+    assert "1 feed polled (0 not modified, 1 failed)" in again.stdout
     assert "127.0.0.1:9/feed.xml: cannot connect" in again.stderr
     assert (tmp_path / "card/feedsync.db").exists()  # the pass ended with a snapshot
 
