@@ -619,7 +619,8 @@ def test_after_a_reboot_the_card_comes_back_and_nothing_is_fetched_twice(
     done = fs_card.run("run")
 
     assert re.search(
-        r"feedsync: restored .*live/feedsync\.db from .*card/feedsync\.db \(saved 20\d\d-",
+        r"feedsync: restored .*live/feedsync\.db from .*card/feedsync\.db "
+        r"\(saved 20\d\d-\d\d-\d\d \d\d:\d\dZ\)",
         done.stderr,
     ), done.stderr
     assert set(seen_news(fs_card)) == before

@@ -57,7 +57,7 @@ from urllib.parse import quote
 from feedsync import search
 from feedsync.storage import CardReadOnly, StorageError, budget, busy, sqlfiles
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
-from feedsync.terminal import plural
+from feedsync.terminal import plural, short_time
 from feedsync.timestamps import from_iso
 
 # A saver or restorer holds the card's lock for seconds; waiting longer means trouble.
@@ -891,7 +891,8 @@ def prepare(
             restore_live(live, path, keep_since)
             meta = file_meta(path) or {}
             if int(meta.get("snapshot_seq", "0")) > 0:
-                notice(f"restored {live} from {path} (saved {meta.get('snapshot_at') or '?'})")
+                saved = short_time(meta.get("snapshot_at"), "?")  # as every time for people
+                notice(f"restored {live} from {path} (saved {saved})")
 
 
 def _legacy_unsaved(live_meta: dict[str, str], path: Path) -> bool:
