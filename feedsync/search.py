@@ -220,6 +220,9 @@ class Query:
         spans.sort()
         first = spans[0][0] if spans else 0
         start = max(first - width // 3, 0)
+        space = flat.find(" ", start, first)
+        if start and space >= 0:
+            start = space + 1  # from the start of a word, not inside one
         end = start + width
         out: list[str] = []
         at = start
