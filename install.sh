@@ -17,7 +17,8 @@
 #                                   [storage] url = "postgresql://..." (README: Beyond one Pi)
 #   ... --no-start                  install, but do not enable or start anything
 #   ... --uninstall [--purge]       remove the service, cron job, venv and command; keep
-#                                   the config and the data unless --purge
+#                                   the config and the data unless --purge (first, what
+#                                   the live database in RAM holds is saved to the card)
 #   ... --root DIR                  (tests) install into DIR; systemctl, useradd, chown,
 #                                   crontab and apt-get are skipped and reported
 #
@@ -263,6 +264,35 @@ EOF
 
 sys_version() { "$sys_venv/bin/feedsync" --version; }
 
+# Before the command goes: save to the card database what the live database (in RAM:
+# /run/feedsync, /dev/shm/feedsync-<uid>) holds and the card lacks, and say what stays
+# where. A running service saves when it stops; this is for cron and one-off commands
+# (`feedsync add` leaves its change unsaved until the next run). Args: the venv, the
+# config, then the command that runs feedsync (as the service's user for the system).
+save_live_database() {
+    local venv=$1 config=$2
+    shift 2
+    [ -x "$venv/bin/python" ] || return 0
+    local live
+    live=$("$venv/bin/python" -c '
+import sys
+from feedsync import config
+storage = config.load(sys.argv[1] if sys.argv[1:] else None).storage
+print("" if storage.url else storage.live_path)' "$config" 2>/dev/null) || live=""
+    [ -n "$live" ] || return 0
+    if [ -n "$root" ]; then
+        say "(--root) skipped: $* snapshot"
+        return 0
+    fi
+    [ -e "$live" ] || return 0
+    say "saving the live database $live to the card database first"
+    if "$@" snapshot; then
+        say "the live database $live holds nothing unsaved; it stays in RAM until the next reboot (or: rm -r $(dirname "$live"))"
+    else
+        say "could NOT save $live (above): it is left as it is, in RAM until the next reboot; copy it now to keep what it holds"
+    fi
+}
+
 uninstall_system() {
     [ -n "$root" ] || [ "$(id -u)" -eq 0 ] || die "removing the system service needs root"
     if [ -e "$sys_unit" ]; then
@@ -270,6 +300,9 @@ uninstall_system() {
         system systemctl disable --now feedsync.service
         rm -f "$sys_unit"
         system systemctl daemon-reload
+    fi
+    if [ "$purge" -eq 0 ]; then
+        save_live_database "$sys_venv" "$sys_config" "$sys_wrapper"
     fi
     rm -f "$sys_cron" "$sys_wrapper"
     rm -rf "$root/opt/feedsync"
@@ -343,10 +376,26 @@ install_user() {
         say "not scheduled: systemctl --user enable --now feedsync (with a user systemd)," \
             "or ./install.sh --user --cron"
     fi
+}
+
+# After a --user install: `feedsync` is in ~/.local/bin, which this shell may not have on
+# its PATH yet (Debian's ~/.profile adds it at login once the folder exists): say what
+# to type, in so many words. Said last, after the demo, where the eye is.
+path_note() {
+    [ "$mode" = user ] && [ "$uninstall" -eq 0 ] || return 0
     case ":$PATH:" in
-        *":$HOME/.local/bin:"*) ;;
-        *) say "note: ~/.local/bin is not on your PATH; add it, or call $user_bin/feedsync" ;;
+        *":$HOME/.local/bin:"* | *":$user_bin:"*) return 0 ;;
     esac
+    say "feedsync is in $user_bin, which is not on this shell's PATH yet. In this shell, type"
+    # shellcheck disable=SC2016  # printed for the user to type, not expanded here
+    say '    export PATH="$HOME/.local/bin:$PATH"'
+    say "or call it as $user_bin/feedsync."
+    if grep -qs '\.local/bin' "$HOME/.profile" "$HOME/.bash_profile"; then
+        say "Your next login shell has it on its PATH (~/.profile adds ~/.local/bin)."
+    else
+        # shellcheck disable=SC2016
+        say 'To keep it, add to ~/.profile:  export PATH="$HOME/.local/bin:$PATH"'
+    fi
 }
 
 uninstall_user() {
@@ -356,6 +405,9 @@ uninstall_user() {
     fi
     if [ -z "$root" ] && command -v crontab >/dev/null 2>&1 && crontab -l 2>/dev/null | grep -qF "$cron_mark"; then
         crontab -l | grep -vF "$cron_mark" | crontab -
+    fi
+    if [ "$purge" -eq 0 ]; then
+        save_live_database "$user_venv" "$user_config" "$user_venv/bin/feedsync" --config "$user_config"
     fi
     rm -f "$user_bin/feedsync"
     rm -rf "$user_venv"
@@ -374,17 +426,21 @@ if [ "$mode" = system ]; then
     feedsync_cmd=("$sys_wrapper")
 else
     if [ "$uninstall" -eq 1 ]; then uninstall_user; else install_user; fi
-    # --config: on a machine with the system install too, /etc/feedsync would come first
-    feedsync_cmd=("$user_venv/bin/feedsync" --config "$user_config")
+    # --config: on a machine with the system install too, /etc/feedsync would come first;
+    # the command by the name the user has for it (what the demo tells them to type)
+    feedsync_cmd=("$user_bin/feedsync" --config "$user_config")
 fi
 
+code=0
 if [ "$run_after" -eq 1 ] && [ "$uninstall" -eq 0 ]; then
     listing=$("${feedsync_cmd[@]}" feeds)
     case "$listing" in
         "no feeds yet"*)
             say "no feeds configured yet: running the demo (add yours with 'feedsync add URL')"
-            exec "${feedsync_cmd[@]}" demo
+            "${feedsync_cmd[@]}" demo || code=$?
             ;;
-        *) exec "${feedsync_cmd[@]}" run ;;
+        *) "${feedsync_cmd[@]}" run || code=$? ;;
     esac
 fi
+path_note
+exit "$code"

@@ -7,6 +7,8 @@ Exit codes (a contract for cron and scripts, documented in README):
 - 1: an unexpected internal error (``--debug`` shows the traceback),
 - 2: a usage or configuration error, with a one-line message naming what is wrong,
 - 3: a storage failure (the database cannot be opened, read or written),
+- 4: refused: doing it would lose data (``restore`` over unsaved changes, a save to the
+  card of another database); the message says what ``--force`` would do,
 - 130: interrupted (Ctrl-C); 141: the output pipe closed early (``| head``).
 
 Imports stay light: what a command needs is imported when it runs, so ``feedsync run``
@@ -36,6 +38,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_STORAGE = 3
+EXIT_REFUSED = 4
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for cat | head
 
@@ -76,24 +79,69 @@ def _since(text: str) -> str:
     return timestamps.to_iso(day)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="feedsync",
-        description="Poll RSS/Atom feeds and keep every news article exactly once, "
-        "with its full text.",
-    )
+def _global_options(parser: argparse.ArgumentParser, *, main: bool) -> None:
+    """``--config`` and ``--debug``, on the main parser and on every command's, so that
+    ``feedsync status --config X`` works as ``feedsync --config X status`` does. On a
+    command's parser they default to SUPPRESS: given there, they set the value; not given,
+    they leave the main parser's alone."""
+    default: dict[str, Any] = {} if main else {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--config",
         metavar="FILE",
         help="config file (default: $FEEDSYNC_CONFIG, "
         "/etc/feedsync/feedsync.toml, ~/.config/feedsync/feedsync.toml)",
+        **default,
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show tracebacks of internal errors",
+        **default,
+    )
+
+
+SEARCH_SYNTAX = """\
+query syntax:
+  harbour ferry       articles with both words (a word also finds the words it
+                      starts: "harb" finds "harbour"; case and accents do not matter)
+  ferry OR bridge     either word (OR binds tighter than the space between words:
+                      "storm ferry OR bridge" is storm, and ferry or bridge)
+  "winter storm"      the words one after the other
+  -plumber, NOT word  articles without it (a query needs one word to find)
+  harb*               the same as harb: a word always finds the words it starts
+AND, OR and NOT are operators in capitals only: "and", "or", "not" are words.
+Japanese, Chinese and Korean words are found inside longer runs of text."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="feedsync",
+        description="Poll RSS/Atom feeds and keep every news article exactly once, "
+        "with its full text. --config and --debug may also follow the command's name.",
+    )
+    _global_options(parser, main=True)
     parser.add_argument("--version", action="version", version=f"feedsync {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
-    run = commands.add_parser("run", help="poll every feed once, extract what is new, exit")
+    def command(name: str, summary: str, description: str | None = None, **kw: Any) -> Any:
+        """A command: its line in ``feedsync --help``, and a description for its own
+        ``--help`` (the summary, and more where there is more to say)."""
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=description or summary[0].upper() + summary[1:],
+            **kw,
+        )
+        _global_options(sub, main=False)
+        return sub
+
+    run = command(
+        "run",
+        "poll every feed once, extract what is new, exit",
+        "Poll every feed once (or only the due ones), fetch and extract the new articles, "
+        "save to the card database, exit. Safe beside the daemon and other runs.",
+    )
     run.add_argument("--json", action="store_true", help="print the pass's counters as JSON")
     run.add_argument(
         "-q", "--quiet", action="store_true", help="print problems only, no summary line"
@@ -103,25 +151,42 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="poll only the feeds whose next poll time has come (for cron)",
     )
-    commands.add_parser(
-        "daemon", help="run as a service: poll on schedule, snapshot, retention (systemd)"
+    command(
+        "daemon",
+        "run as a service: poll on schedule, snapshot, retention (systemd)",
+        "Run until stopped (SIGTERM): poll each feed when it is due, extract the new "
+        "articles, save to the card database every snapshot_interval and at the stop, "
+        "prune daily. For systemd (Type=notify, watchdog) or a terminal.",
     )
 
-    add = commands.add_parser(
-        "add", help="add a feed (or the feed a web page names) and poll it once"
+    add = command(
+        "add",
+        "add a feed (or the feed a web page names) and poll it once",
+        "Add the feed at URL, or the feed a web page at URL names, and poll it once: its "
+        "entries are staged, their articles come with the next run or daemon tick.",
     )
-    add.add_argument("url")
-    add.add_argument("--category", metavar="PATH", help='a folder for it, e.g. "News/World"')
-    remove = commands.add_parser("remove", help="remove a feed (its articles are kept)")
-    remove.add_argument("url")
-    feeds = commands.add_parser("feeds", help="list the feeds and their health")
+    add.add_argument("url", help="the feed's URL, or a web page's that names its feed")
+    add.add_argument(
+        "--category",
+        metavar="PATH",
+        help='a folder for it, e.g. "News/World" (a "/" with a space beside it, as in '
+        '"UI / UX", is part of a name; "\\/" also)',
+    )
+    remove = command(
+        "remove",
+        "remove a feed (its articles are kept)",
+        "Remove a feed, named by its URL or by the id 'feedsync feeds' shows; its articles "
+        "are kept. A feed of the config file is removed by deleting it there.",
+    )
+    remove.add_argument("feed", metavar="URL|ID", help="the feed's URL, or its id in 'feeds'")
+    feeds = command("feeds", "list the feeds and their health")
     feeds.add_argument("--failing", action="store_true", help="only the feeds in trouble")
     feeds.add_argument("--json", action="store_true", help="print them as JSON")
 
-    status = commands.add_parser("status", help="is it working? daemon, feeds, queue, data")
+    status = command("status", "is it working? daemon, feeds, queue, data")
     status.add_argument("--json", action="store_true", help="print it as JSON")
 
-    news = commands.add_parser("news", help="the newest articles")
+    news = command("news", "the newest articles")
     news.add_argument(
         "--since",
         type=_since,
@@ -129,17 +194,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="WHEN",
         help='"24h", "7d" or a date "2026-11-01" (default: all)',
     )
-    news.add_argument("--feed", metavar="URL|ID", help="only from this feed")
+    news.add_argument("--feed", metavar="URL|ID", help="only from this feed (its URL or id)")
     news.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
     news.add_argument("--json", action="store_true", help="print them as JSON")
-    show = commands.add_parser("show", help="one article: its details and its text")
-    show.add_argument("article", metavar="ID|URL")
+    show = command(
+        "show",
+        "one article: its details and its text",
+        "One article, by its id or URL: its details and its text (through $PAGER, or "
+        "less, on a terminal).",
+    )
+    show.add_argument("article", metavar="ID|URL", help="its id (news, search) or its URL")
     show.add_argument("--json", action="store_true", help="print it as JSON")
-    search = commands.add_parser("search", help="full-text search of titles and texts")
-    search.add_argument("query", nargs="+")
+    search = command(
+        "search",
+        "full-text search of titles and texts",
+        "Full-text search of titles and texts, best first, the matches marked.",
+        epilog=SEARCH_SYNTAX,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    search.add_argument("query", nargs="+", help="words to find (see the syntax below)")
     search.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
-    export = commands.add_parser("export", help="every article, as JSON lines or CSV")
+    export = command(
+        "export",
+        "every article, as JSON lines or CSV",
+        "Every article, oldest first, as JSON lines or CSV with a header row (the fields: "
+        "README, 'feedsync export').",
+    )
     export.add_argument(
         "--since",
         type=_since,
@@ -147,25 +228,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="WHEN",
         help='"24h", "7d" or a date "2026-11-01" (default: all)',
     )
-    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument(
+        "--format",
+        choices=("jsonl", "csv"),
+        default="jsonl",
+        help="jsonl: one JSON object per line (default); csv: a header row, then one "
+        "row per article",
+    )
     export.add_argument("--output", metavar="FILE", type=Path, help="write here (default: stdout)")
-    import_opml = commands.add_parser("import-opml", help="add the feeds of an OPML file")
-    import_opml.add_argument("file", type=Path)
-    export_opml = commands.add_parser("export-opml", help="the feeds as an OPML file")
+    import_opml = command(
+        "import-opml",
+        "add the feeds of an OPML file",
+        "Add the feeds of an OPML subscription list (folders become categories); every "
+        "outline not imported is listed with its reason.",
+    )
+    import_opml.add_argument("file", type=Path, help="the OPML file")
+    export_opml = command(
+        "export-opml",
+        "the feeds as an OPML file",
+        "The feeds as an OPML subscription list, categories as folders.",
+    )
     export_opml.add_argument(
         "--output", metavar="FILE", type=Path, help="write here (default: stdout)"
     )
-    snapshot = commands.add_parser(
-        "snapshot", help="save to the card database now what changed in the live one"
-    )
+    snapshot = command("snapshot", "save to the card database now what changed in the live one")
     snapshot.add_argument(
         "--force",
         action="store_true",
         help="save even when unchanged; set aside a card database of another database "
         "(or start one anew when it is missing)",
     )
-    restore = commands.add_parser(
-        "restore", help="build the live database again from the card database"
+    restore = command(
+        "restore",
+        "build the live database again from the card database",
+        "Build the live database again from the card database. Refused (exit 4) while "
+        "the live database holds changes the card lacks, or is another database.",
     )
     restore.add_argument(
         "--force",
@@ -173,9 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace a live database that is newer (it is kept aside)",
     )
 
-    migrate = commands.add_parser(
-        "migrate", help="copy the SQLite database into PostgreSQL (resumable, idempotent)"
-    )
+    migrate = command("migrate", "copy the SQLite database into PostgreSQL (resumable, idempotent)")
     migrate.add_argument(
         "--to", required=True, metavar="URL", help='the target, "postgresql://user@host/db"'
     )
@@ -188,13 +283,64 @@ def build_parser() -> argparse.ArgumentParser:
         "after saving the live database to it)",
     )
 
-    demo = commands.add_parser(
-        "demo", help="ingest bundled sample feeds from a local server into a throwaway database"
+    demo = command(
+        "demo",
+        "ingest bundled sample feeds from a local server into a throwaway database",
+        "Serve the bundled sample feeds on a loopback port, run two real passes into a "
+        "throwaway database, and say what happened. No network needed.",
     )
     demo.add_argument(
-        "--keep", metavar="DIR", type=Path, help="write the demo database into DIR and keep it"
+        "--keep",
+        metavar="DIR",
+        type=Path,
+        help="write the demo database into DIR and keep it (with a config to read it by)",
     )
     return parser
+
+
+def _dashed_words_as_query(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``feedsync search -plumber``: words of a search that begin with "-" (an excluded
+    word) are query words, not options argparse does not know. Every other word of the
+    command line is left as it is. The mark put on them (``\\0``) is taken off after
+    parsing (:func:`_unmark`)."""
+    position = _command_position(argv)
+    if position is None or argv[position] != "search":
+        return argv
+    known: set[str] = set()
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        choices = getattr(action, "choices", None) or {}
+        if "search" in choices:
+            known = set(choices["search"]._option_string_actions)
+    words = argv[: position + 1]
+    for word in argv[position + 1 :]:
+        if word == "--" or not word.startswith("-") or len(word) == 1:
+            words.append(word)
+        elif word.startswith("--") and any(k.startswith(word.split("=")[0]) for k in known):
+            words.append(word)  # an option, or an abbreviation of one (argparse's)
+        elif word in known:
+            words.append(word)
+        else:
+            words.append("\0" + word)
+    return words
+
+
+def _command_position(argv: list[str]) -> int | None:
+    """Where the command's name is in ``argv`` (after the main parser's options)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--config":
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return i
+    return None
+
+
+def _unmark(args: argparse.Namespace) -> None:
+    if isinstance(getattr(args, "query", None), list):
+        args.query = [w[1:] if w.startswith("\0") else w for w in args.query]
 
 
 def _not_utf8(args: argparse.Namespace) -> str | None:
@@ -223,12 +369,15 @@ def _not_utf8(args: argparse.Namespace) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(_dashed_words_as_query(parser, words))
+    _unmark(args)
     problem = _not_utf8(args)
     if problem is not None:
         parser.error(problem)
     from feedsync.config import ConfigError
     from feedsync.storage import StorageError
+    from feedsync.storage.card import SnapshotRefused
 
     try:
         return _dispatch(args)
@@ -236,6 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = "config error" if isinstance(exc, ConfigError) else "error"
         print(f"feedsync: {kind}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SnapshotRefused as exc:  # not a failure: the state forbids it without --force
+        print(f"feedsync: refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     except StorageError as exc:
         print(f"feedsync: storage error: {exc}", file=sys.stderr)
         return EXIT_STORAGE
@@ -403,22 +555,42 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
     finally:
         storage.close()
     via = "" if found.url == url else f" (found through {url})"
-    title = terminal.clean(found.title or "untitled", one_line=True)  # the page's word
+    title = terminal.clean(found.title or terminal.NO_TITLE, one_line=True)
     print(
-        f"added {found.url}{via}: {title}, {stats.staged} entries staged;"
+        f"added {found.url}{via}: {title}, {terminal.plural(stats.staged, 'entry')} staged;"
         " their articles come with the next run"
     )
     return EXIT_OK
 
 
+def _feed_ref(storage: Storage, ref: str) -> tuple[int, str]:
+    """The feed a user names, by the id ``feedsync feeds`` shows or by its URL (any
+    spelling of it): its id and URL. Every command that names a feed takes both."""
+    from feedsync.canonical import canonical_url
+
+    if ref.isdigit():
+        found = next((f for f in storage.feed_health() if f.id == int(ref)), None)
+        if found is None:
+            raise UsageError(f"no such feed: {ref} (see 'feedsync feeds' for the ids)")
+        return found.id, found.url
+    url = canonical_url(ref)
+    if url is None:
+        raise UsageError(f"not a feed's id or an http:// or https:// URL: {ref!r}")
+    feed_id = storage.feed_id(url)
+    if feed_id is None:
+        raise UsageError(f"no such feed: {url} (see 'feedsync feeds')")
+    return feed_id, url
+
+
 def cmd_remove(args: argparse.Namespace, config: Config) -> int:
-    url = _user_feed_url(args.url)
-    if url in config_module.feed_urls(config):
-        raise UsageError(
-            f"{url} is listed in {config.source}: delete it there (feedsync then stops polling it)"
-        )
     storage = _open(config)
     try:
+        _, url = _feed_ref(storage, args.feed)
+        if url in config_module.feed_urls(config):
+            raise UsageError(
+                f"{url} is listed in {config.source}: delete it there "
+                "(feedsync then stops polling it)"
+            )
         removed = storage.remove_feed(url)
     finally:
         storage.close()
@@ -462,7 +634,15 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(
             json.dumps(
-                [{**asdict(f), "health": feed_health_line(f, failing_after)} for f in feeds],
+                [
+                    {
+                        **asdict(f),
+                        # '' is the database's "none yet"; JSON says none with null
+                        "latest_published": f.latest_published or None,
+                        "health": feed_health_line(f, failing_after),
+                    }
+                    for f in feeds
+                ],
                 ensure_ascii=False,
             )
         )
@@ -478,7 +658,7 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     for feed in feeds:
         origin = " (config)" if feed.origin == "config" else ""
         folder = f" [{feed.category}]" if feed.category else ""
-        print(t.cut(f"[{feed.id}] {feed.title or '(no title yet)'}{folder}{origin}", room))
+        print(t.cut(f"[{feed.id}] {feed.title or t.NO_TITLE}{folder}{origin}", room))
         print("    " + t.cut_middle(feed.url, room - 4))
         if feed.moved_from:
             print("    " + t.cut_middle(f"(moved from {feed.moved_from})", room - 4))
@@ -493,7 +673,7 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
         print(
             t.cut(
                 f"    last success {t.short_time(feed.last_success_at)} | latest entry "
-                f"{latest} | {feed.entries} entries",
+                f"{latest} | {t.plural(feed.entries, 'entry')}",
                 room,
             )
         )
@@ -655,16 +835,10 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
     from dataclasses import asdict
 
     from feedsync import terminal as t
-    from feedsync.canonical import canonical_url
 
     storage = _open(config)
     try:
-        feed_id = None
-        if args.feed:
-            ref = args.feed if args.feed.isdigit() else (canonical_url(args.feed) or args.feed)
-            feed_id = storage.feed_id(ref)
-            if feed_id is None:
-                raise UsageError(f"no such feed: {args.feed} (see 'feedsync feeds')")
+        feed_id = _feed_ref(storage, args.feed)[0] if args.feed else None
         items = storage.news_list(args.since or "", feed_id, args.limit)
     finally:
         storage.close()
@@ -689,8 +863,6 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
     import json
-    import pydoc
-    import textwrap
     from dataclasses import asdict
 
     from feedsync import terminal as t
@@ -731,14 +903,20 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
             details.append(f"  {copy.url} ({copy.reason})")
     # every line of it without control characters (stored text is cleaned, but a
     # database may predate that), then the title in bold
-    lines = [t.paint(t.clean(item.title, one_line=True), "bold")]
+    to_pager = t.pager() if sys.stdout.isatty() else None
+    title = t.clean(item.title, one_line=True)
+    if to_pager is not None and to_pager.colour:
+        title = f"\033[{t.COLOURS['bold']}m{title}\033[0m"
+    lines = [title]
     lines += [t.clean(line, one_line=True) for line in details] + [""]
-    paragraphs = [
-        textwrap.fill(t.clean(p, one_line=True), room) for p in item.body.split("\n") if p.strip()
+    paragraphs = [  # filled by display width: a line of Japanese takes twice its length
+        "\n".join(t.wrap(" ".join(t.clean(p, one_line=True).split()), room, sys.maxsize))
+        for p in item.body.split("\n")
+        if p.strip()
     ]
     text = "\n".join(lines) + "\n" + "\n\n".join(paragraphs) + "\n"
-    if sys.stdout.isatty():
-        pydoc.pager(text)
+    if to_pager is not None:
+        t.page(text, to_pager)
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -749,12 +927,18 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     from dataclasses import asdict
 
     from feedsync import terminal as t
+    from feedsync.search import QueryError, parse
 
     query = " ".join(args.query).strip()
     if not query:
         raise UsageError("the search query is empty")
+    try:
+        parse(query)  # a query that cannot be answered is said before opening anything
+    except QueryError as exc:
+        raise UsageError(str(exc)) from None
     colour = t.colour_enabled() and not args.json
-    marks = ("\033[1;33m", "\033[0m") if colour else ("[", "]")
+    # on a terminal the highlight is put in after the snippet is cut to the width
+    marks = (t.MARK_ON, t.MARK_OFF) if colour else ("[", "]")
     storage = _open(config)
     try:
         hits = storage.search(query, args.limit, marks)
@@ -771,7 +955,8 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
         when = (hit.published or "")[:10]
         print(t.cut(f"[{hit.id}] {hit.title}", room))
         print(t.paint(t.cut(f"      {hit.feed_title or '-'} {when}", room), "dim"))
-        print("      " + " ".join(hit.snippet.split()))
+        for line in t.wrap(" ".join(hit.snippet.split()), room - 6, lines=2):
+            print("      " + line.replace(t.MARK_ON, "\033[1;33m").replace(t.MARK_OFF, "\033[0m"))
     return EXIT_OK
 
 
@@ -818,13 +1003,19 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
     finally:
         storage.close()
     if args.output:
-        print(f"exported {count} articles to {args.output}", file=sys.stderr)
+        from feedsync.terminal import plural
+
+        print(f"exported {plural(count, 'article')} to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
 def _atomic_text(path: Path) -> Any:
     """Write to a temporary file beside ``path``, renamed over it at the end: a failed
-    export never leaves half a file under the name asked for."""
+    export never leaves half a file under the name asked for.
+
+    The file gets the mode any file the user makes gets (0644 under umask 022), or the
+    mode of the file it replaces: ``mkstemp`` makes its temporary 0600, which suits the
+    databases and the config, not an export the user asked for to share or publish."""
     import contextlib
     import os
     import tempfile
@@ -836,6 +1027,7 @@ def _atomic_text(path: Path) -> Any:
             raise UsageError(f"cannot write {path}: {folder} is not a folder")
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
         try:
+            os.fchmod(fd, _mode_for(path))
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 yield handle
             Path(temporary).replace(path)
@@ -844,6 +1036,16 @@ def _atomic_text(path: Path) -> Any:
             raise
 
     return writer()
+
+
+def _mode_for(path: Path) -> int:
+    """The mode of the file at ``path``, or what the umask gives a new one."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
@@ -867,13 +1069,18 @@ def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
             (added if new else present).append(feed)
     finally:
         storage.close()
-    print(f"imported {args.file}: {len(added)} feeds added, {len(present)} already there")
+    print(
+        f"imported {args.file}: {terminal.plural(len(added), 'feed')} added, "
+        f"{len(present)} already there"
+    )
     for feed in present:
         print(f"  already there: {feed.url}")
-    if found.merged:
-        print(f"  {found.merged} entries of the file repeated a feed listed before them")
-    for url in found.unusable:  # as the file has it
-        print(f"  skipped, not an http(s) feed URL: {terminal.clean(url, one_line=True)}")
+    if found.skipped:
+        repeats = f", {found.repeats} of them repeats" if found.repeats else ""
+        print(f"  {terminal.plural(len(found.skipped), 'outline')} not imported{repeats}:")
+    for skipped in found.skipped:  # as the file has it (cleaned: printed to a terminal)
+        where = f"line {skipped.line}: " if skipped.line else ""
+        print(f"    {where}{terminal.clean(skipped.what, one_line=True)}: {skipped.reason}")
     if added:
         print("their entries come with the next run (or the daemon's next tick)")
     return EXIT_OK
@@ -891,7 +1098,9 @@ def cmd_export_opml(args: argparse.Namespace, config: Config) -> int:
     if args.output:
         with _atomic_text(args.output) as out:
             out.write(text)
-        print(f"exported {len(feeds)} feeds to {args.output}", file=sys.stderr)
+        from feedsync.terminal import plural
+
+        print(f"exported {plural(len(feeds), 'feed')} to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK

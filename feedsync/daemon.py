@@ -60,6 +60,7 @@ from feedsync.storage import (
     StorageUnavailable,
     open_storage,
 )
+from feedsync.terminal import plural, short_time
 
 log = logs.LOGGER
 RETENTION_EVERY = timedelta(days=1)
@@ -315,12 +316,11 @@ class Daemon:
         queue = counts["queue_new"] + counts["queue_failed"]
         enabled = counts["feeds"] - counts["disabled"]
         line = (
-            f"{enabled} feeds ({counts['failing'] + counts['retrying']} failing), "
-            f"queue {queue}, {counts['articles']} articles"
+            f"{plural(enabled, 'feed')} ({counts['failing'] + counts['retrying']} failing), "
+            f"queue {queue}, {plural(counts['articles'], 'article')}"
         )
         if where.snapshot is not None:
-            taken = (where.snapshot_at or "never").replace("T", " ")
-            line += f", last snapshot {taken}"
+            line += f", last snapshot {short_time(where.snapshot_at)}"
         if where.card_read_only:
             line += "; CARD READ-ONLY: nothing is saved"
         elif where.not_taking:

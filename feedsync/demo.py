@@ -9,6 +9,7 @@ second pass that costs three 304s and nothing else.
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from feedsync.localserver import LocalServer
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 from feedsync.storage import open_storage
+from feedsync.terminal import command_name, short_time
 from feedsync.timestamps import now, to_iso
 
 DATA = Path(__file__).resolve().parent / "demo_data"
@@ -45,6 +47,31 @@ def serve_sample_site(server: LocalServer) -> list[str]:
 
 def _article_requests(server: LocalServer) -> int:
     return sum(n for path, n in server.hits.items() if path.startswith("/articles/"))
+
+
+def _how_to_read(folder: Path, db: Path, name: str) -> str:
+    """A config beside the kept database, and the commands that read it: the demo's
+    database is an ordinary feedsync database (no snapshot: ``db`` holds everything)."""
+    config = folder / "feedsync.toml"
+    config.write_text(
+        "# the database feedsync demo --keep wrote (README: Configuration)\n"
+        f"[storage]\ndb = {_toml_string(str(db))}\n",
+        encoding="utf-8",
+    )
+    where = shlex.quote(str(config))
+    return (
+        f"\nThe database is kept in {folder}. Read it with\n"
+        f"  {name} --config {where} news\n"
+        f"  {name} --config {where} search harbour\n"
+        f"  sqlite3 {shlex.quote(str(db))} 'SELECT id, title FROM news'"
+    )
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's for what a path holds)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
 
 
 def run_demo(out: TextIO, keep: Path | None = None) -> int:
@@ -90,8 +117,8 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
             )
             for item in sorted(storage.news_recent(limit=20), key=lambda n: n.published or ""):
                 words = len(item.body.split())
-                when = (item.published or "")[:16].replace("T", " ") or "no date"
-                print(f"    {when:<16}  {item.title} ({words} words)", file=out)
+                when = short_time(item.published, "no date")
+                print(f"    {when:<17}  {item.title} ({words} words)", file=out)
 
             print("\nSecond pass: nothing new.", file=out)
             before = _article_requests(server)
@@ -103,9 +130,12 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
                 file=out,
             )
 
+            name = command_name()
+            if keep:
+                print(_how_to_read(keep, db, name), file=out)
             print(
-                "\nYour own feeds:\n  feedsync add https://example.com/feed.xml\n"
-                "  feedsync run\n  feedsync feeds",
+                f"\nYour own feeds:\n  {name} add https://example.com/feed.xml\n"
+                f"  {name} run\n  {name} feeds",
                 file=out,
             )
         finally:

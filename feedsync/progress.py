@@ -30,16 +30,17 @@ class Progress(Protocol):
 
 
 def summary_line(stats: RunStats, seconds: float) -> str:
+    plural = terminal.plural
     line = (
-        f"feedsync: {stats.polled} feeds polled ({stats.not_modified} not modified, "
-        f"{stats.feed_errors} failed), {stats.staged} new entries staged, "
-        f"{stats.extracted} articles extracted ({stats.extract_failed} failed, "
+        f"feedsync: {plural(stats.polled, 'feed')} polled ({stats.not_modified} not modified, "
+        f"{stats.feed_errors} failed), {plural(stats.staged, 'new entry')} staged, "
+        f"{plural(stats.extracted, 'article')} extracted ({stats.extract_failed} failed, "
         f"{stats.gone} given up) in {seconds:.1f}s"
     )
     if stats.revisions or stats.duplicates:
         line += (
-            f"; {stats.revisions} revisions and {stats.duplicates} duplicates linked, "
-            "not fetched twice"
+            f"; {plural(stats.revisions, 'revision')} and "
+            f"{plural(stats.duplicates, 'duplicate')} linked, not fetched twice"
         )
     if stats.not_taking:
         line += "; new entries put off (no room, see above)"
@@ -88,6 +89,9 @@ class JsonProgress(PlainProgress):
     def finish(self, stats: RunStats, seconds: float) -> None:
         data: dict[str, Any] = asdict(stats)
         data["seconds"] = round(seconds, 3)
+        # a flag to test and the detail to show ("snapshot" keeps the detail, as before)
+        data["snapshot_written"] = stats.snapshot == "written"
+        data["snapshot_detail"] = stats.snapshot
         print(json.dumps(data), file=self._out, flush=True)
 
 

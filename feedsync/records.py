@@ -7,8 +7,11 @@ strings (:mod:`feedsync.timestamps`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+
+from feedsync.terminal import plural
 
 
 @dataclass(frozen=True)
@@ -54,17 +57,36 @@ class ParsedFeed:
 
     @property
     def warning(self) -> str | None:
-        """A line for ``feeds.last_warning``: what was wrong but not fatal."""
+        """A line for ``feeds.last_warning``: what was wrong but not fatal.
+
+        The consequence first (the encoding the text was read in, the entries lost), the
+        parser's complaint after it: ``feeds`` cuts the line to the terminal's width, and
+        "parsed as iso-8859-2 (declared utf-8); 1 entry skipped: no link" is what the
+        owner acts on."""
         parts = []
-        if self.problem:
-            parts.append(f"malformed: {self.problem}")
+        complaint = self.problem
+        override = _ENCODING_OVERRIDE.match(complaint or "")
+        if override:  # feedparser read it in another encoding than it declares
+            parts.append(f"parsed as {override['used']} (declared {override['declared']})")
+            complaint = None
         if self.skip_reasons:
             counts: dict[str, int] = {}
             for reason in self.skip_reasons:
                 counts[reason] = counts.get(reason, 0) + 1
-            listed = ", ".join(f"{r} ({n})" for r, n in sorted(counts.items()))
-            parts.append(f"{len(self.skip_reasons)} entries skipped: {listed}")
+            listed = ", ".join(  # a count beside each reason when there are several
+                f"{r} ({n})" if len(counts) > 1 else r for r, n in sorted(counts.items())
+            )
+            parts.append(f"{plural(len(self.skip_reasons), 'entry')} skipped: {listed}")
+        if complaint:
+            parts.append(f"malformed: {complaint}")
         return "; ".join(parts) or None
+
+
+# feedparser's CharacterEncodingOverride, as parse.py keeps it in ``problem``
+_ENCODING_OVERRIDE = re.compile(
+    r"CharacterEncodingOverride: document declared as (?P<declared>\S+), "
+    r"but parsed as (?P<used>\S+)"
+)
 
 
 # What a feed poll came to (PollIntent.outcome).

@@ -1,26 +1,39 @@
-"""Full-text search on SQLite: what goes into the index, and what a query asks of it.
+"""Full-text search: what a query means, and what goes into SQLite's index.
 
-No file, no network: the index itself lives on the card, one FTS5 table per month of
-articles (``news_fts_YYYY_MM``, see sql/card.sql and feedsync/storage/tiers.py). It is
+**The query** (``feedsync search --help``, README) is parsed here, the same for both
+engines, into an expression over terms:
+
+- words separated by spaces are all required (``AND`` between them may be written);
+- ``a OR b``: either (OR binds tighter than the space: ``storm ferry OR bridge`` is
+  storm, and ferry or bridge);
+- ``"winter storm"``: the words one after the other (punctuation between them allowed);
+- ``-word``, ``NOT word``: without it;
+- ``harb*``: a word always finds the words it starts, so the ``*`` changes nothing.
+
+AND, OR and NOT are operators in capitals only; an operator with nothing to work on (a
+trailing ``AND``) is left out. A term matches where it begins a word of the title or
+text (``harb`` finds "Harbour", ``son`` does not find "Anderson"), case-insensitively;
+a Japanese, Chinese or Korean term anywhere. Accents count ("cafe" is not "café"):
+PostgreSQL's ``ILIKE`` cannot fold them, and the answer is the same on both engines.
+
+**One answer on both engines**: each engine fetches candidates with a condition every
+match meets (:attr:`Query.alternatives`: the terms that must be there, one list per way
+of matching; excluded terms are not in it), through its index, and
+:meth:`Query.matches` decides on the article's text. Only the terms that matched are
+marked in a snippet (:meth:`Query.snippet`): a searched "and" never marks "Anderson".
+
+**The SQLite index** lives on the card, one FTS5 table per month of articles
+(``news_fts_YYYY_MM``, see sql/card.sql and feedsync/storage/card.py). It is
 contentless (the text is in ``news``, never stored twice) and uses FTS5's ``unicode61``
 tokenizer: words, with case and accents folded. That tokenizer alone would index a run
 of Japanese or Chinese, written without spaces, as one huge word; so before indexing,
 every run of CJK characters is rewritten as its overlapping two-character pieces
-("東京都庁" -> "東京 京都 都庁 庁"), its last character alone at the end. A query is cut
+("東京都庁" -> "東京 京都 都庁 庁"), its last character alone at the end. A term is cut
 the same way, by the same tokenizer (:class:`Tokenizer`, an in-memory FTS5 table, so
-the two can never disagree), and then:
-
-- a token of a spaced script is a prefix match: ``harb`` finds "harbour" and "Harbour";
-- a CJK term of two or more characters asks for all its pieces, and the article's text
-  is then checked for the term as written (the pieces of "東京都" also occur in
-  "東京と京都"): two- and three-character Japanese queries are answered by the index;
-- a single CJK character matches the pieces that begin with it, and the last character
-  of a run;
-- a term the tokenizer cuts in several tokens ("e-mail", "9.11") asks for all of them,
-  and the text is checked for the term as written.
-
-The index takes about a quarter of the text's size (the trigram index it replaced took
-2.5x: docs/architecture.md has the measurements).
+the two can never disagree): a token of a spaced script is a prefix match, a CJK pair
+an exact one, a single CJK character the pieces that begin with it. The index takes
+about a quarter of the text's size (the trigram index it replaced took 2.5x:
+docs/architecture.md has the measurements).
 """
 
 from __future__ import annotations
@@ -89,45 +102,228 @@ class Tokenizer:
         self._conn.close()
 
 
+class QueryError(ValueError):
+    """A query that cannot be answered; ``str()`` says why, in one line."""
+
+
+#: the most ways of matching a query may have (``a OR b c OR d`` has four)
+MAX_ALTERNATIVES = 32
+
+
+def _fold_char(char: str) -> str:
+    low = char.casefold()
+    return low if len(low) == 1 else char.lower() if len(char.lower()) == 1 else char
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded character by character: the same length, so a match found in
+    it is at the same place in ``text`` (for the snippet's marks)."""
+    return "".join(map(_fold_char, text)) if not text.isascii() else text.lower()
+
+
+@dataclass(frozen=True)
+class Term:
+    """A word, or a phrase (``words`` in order), as the user typed it."""
+
+    words: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """Where the term is in a folded text: at the start of a word (anywhere for CJK
+        or a term starting with punctuation), the words of a phrase in order with
+        anything but letters and digits between them."""
+        body = r"[\W_]+".join(re.escape(fold(w)) for w in self.words)
+        first = self.words[0][0]
+        if first.isalnum() and not _ALL_CJK.match(first):
+            return re.compile(r"(?<![^\W_])" + body)
+        return re.compile(body)
+
+
+@dataclass(frozen=True)
+class _Node:
+    op: str  # "term", "and", "or", "not"
+    children: tuple[_Node, ...] = ()
+    term: Term | None = None
+
+    def matches(self, folded: str) -> bool:
+        if self.op == "term":
+            assert self.term is not None
+            return self.term.pattern.search(folded) is not None
+        if self.op == "not":
+            return not self.children[0].matches(folded)
+        if self.op == "and":
+            return all(c.matches(folded) for c in self.children)
+        return any(c.matches(folded) for c in self.children)
+
+    def alternatives(self) -> list[tuple[Term, ...]] | None:
+        """The terms that must be there, one tuple per way of matching (None: nothing
+        in particular, as for an excluded term)."""
+        if self.op == "term":
+            assert self.term is not None
+            return [(self.term,)]
+        if self.op == "not":
+            return None
+        found = [c.alternatives() for c in self.children]
+        if self.op == "or":
+            if any(f is None for f in found):
+                return None
+            return [alt for f in found if f is not None for alt in f]
+        ways: list[tuple[Term, ...]] | None = None
+        for f in found:
+            if f is None:
+                continue
+            ways = f if ways is None else [a + b for a in ways for b in f]
+            if len(ways) > MAX_ALTERNATIVES:
+                raise QueryError(f"too many ways to match (more than {MAX_ALTERNATIVES} ORs)")
+        return ways
+
+    def wanted(self) -> list[Term]:
+        """The terms that are looked for (not the excluded ones): what a snippet marks."""
+        if self.op == "term":
+            assert self.term is not None
+            return [self.term]
+        if self.op == "not":
+            return []
+        return [t for c in self.children for t in c.wanted()]
+
+
 @dataclass(frozen=True)
 class Query:
-    """A search over the index: ``match`` for FTS5 (every token of every term: AND),
-    the terms an article's text must also contain as written (``verify``), and the terms
-    themselves (for snippets and scans)."""
+    """A parsed query (:func:`parse`), the same for both engines."""
 
-    match: str
-    verify: tuple[str, ...]
-    terms: tuple[str, ...]
+    text: str
+    root: _Node
+    alternatives: tuple[tuple[Term, ...], ...]  # every match holds the terms of one
+
+    def matches(self, text: str) -> bool:
+        return self.root.matches(fold(text))
+
+    @property
+    def wanted(self) -> tuple[Term, ...]:
+        return tuple(dict.fromkeys(self.root.wanted()))
+
+    def snippet(self, text: str, marks: tuple[str, str], width: int = 120) -> str:
+        """About ``width`` characters around the first match, each match of a wanted
+        term between ``marks`` (which may be colours: the text is cleaned of control
+        characters first, as it is printed to a terminal)."""
+        from feedsync.terminal import clean
+
+        flat = " ".join(clean(text, one_line=True).split())
+        folded = fold(flat)
+        spans: list[tuple[int, int]] = []
+        for term in self.wanted:
+            spans += [m.span() for m in term.pattern.finditer(folded) if m.end() > m.start()]
+        spans.sort()
+        first = spans[0][0] if spans else 0
+        start = max(first - width // 3, 0)
+        space = flat.find(" ", start, first)
+        if start and space >= 0:
+            start = space + 1  # from the start of a word, not inside one
+        end = start + width
+        out: list[str] = []
+        at = start
+        for a, b in spans:  # the earliest, longest first; overlapping ones are skipped
+            if a < at or a >= end:
+                continue
+            b = min(b, end)
+            out += [flat[at:a], marks[0], flat[a:b], marks[1]]
+            at = b
+        out.append(flat[at:end])
+        return ("…" if start else "") + "".join(out) + ("…" if end < len(flat) else "")
+
+
+_OPERATORS = ("AND", "OR", "NOT")
+_LEXEME = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+
+def _lex(text: str) -> list[tuple[str, Term | None]]:
+    """("word", Term), ("not", None) for a leading "-", ("AND"/"OR"/"NOT", None)."""
+    out: list[tuple[str, Term | None]] = []
+    for m in _LEXEME.finditer(text):
+        minus, quoted, bare = m.group(1), m.group(2), m.group(3)
+        if quoted is not None:
+            words = tuple(w for w in quoted.split() if any(c.isalnum() for c in w))
+            if minus:
+                out.append(("NOT", None))
+            if words:
+                out.append(("word", Term(words)))
+            continue
+        if bare in _OPERATORS:
+            out.append((bare, None))
+            continue
+        if bare.startswith("-") and len(bare) > 1:
+            out.append(("NOT", None))
+            bare = bare[1:]
+        bare = bare.rstrip("*")  # a prefix: what a word finds anyway
+        if any(c.isalnum() for c in bare):
+            out.append(("word", Term((bare,))))
+    return out
+
+
+def parse(text: str) -> Query:
+    """The query for what the user typed; QueryError when nothing in it is a word to
+    find (only punctuation, or only excluded words)."""
+    tokens = _lex(text)
+    units: list[_Node] = []  # AND of these
+    group: list[_Node] = []  # the OR group being read
+    joined = False  # an OR since the last unit: the next one joins the group
+    negate = False
+    for kind, term in tokens:
+        if kind == "NOT":
+            negate = not negate
+        elif kind == "OR":
+            joined = bool(group)
+        elif kind == "AND":
+            joined = False
+        else:
+            assert term is not None
+            node = _Node("term", term=term)
+            if negate:
+                node, negate = _Node("not", (node,)), False
+            if joined:
+                group.append(node)
+            else:
+                if group:
+                    units.append(group[0] if len(group) == 1 else _Node("or", tuple(group)))
+                group = [node]
+            joined = False
+    if group:
+        units.append(group[0] if len(group) == 1 else _Node("or", tuple(group)))
+    if not units:
+        raise QueryError(f"nothing to search for in {text!r}: no word in it")
+    root = units[0] if len(units) == 1 else _Node("and", tuple(units))
+    ways = root.alternatives()
+    if ways is None:
+        raise QueryError(
+            f"nothing to search for in {text!r}: a query needs a word to find, "
+            "beside the words it excludes"
+        )
+    return Query(text=text, root=root, alternatives=tuple(dict.fromkeys(ways)))
 
 
 def _quoted(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def build_query(text: str, tokenize: Tokenizer) -> Query | None:
-    """The query for what the user typed (whitespace-separated terms, all required), or
-    None when nothing in it is a word (only punctuation)."""
-    parts: list[str] = []
-    verify: list[str] = []
-    terms: list[str] = []
-    for term in text.split():
-        tokens = tokenize(_query_text(term))
-        if not tokens:
-            continue
-        terms.append(term)
-        for token in tokens:
-            if _ALL_CJK.match(token) and len(token) > 1:
-                parts.append(_quoted(token))  # a CJK pair: exact
-            else:
-                parts.append(_quoted(token) + "*")  # a word, or one CJK character: prefix
-        if len(tokens) > 1:
-            verify.append(term)
-    if not parts:
-        return None
-    return Query(match=" AND ".join(dict.fromkeys(parts)), verify=tuple(verify), terms=tuple(terms))
-
-
-def like_pattern(term: str) -> str:
-    """A LIKE pattern (ESCAPE '\\') that finds ``term`` anywhere in a text."""
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+def fts_match(query: Query, tokenize: Tokenizer) -> str | None:
+    """An FTS5 MATCH expression that every article :meth:`Query.matches` satisfies (it
+    may find more; the text decides), or None when the index cannot narrow it down (a
+    term with nothing the tokenizer keeps)."""
+    ways = []
+    for alternative in query.alternatives:
+        parts: list[str] = []
+        for term in alternative:
+            for word in term.words:
+                for token in tokenize(_query_text(word)):
+                    if _ALL_CJK.match(token) and len(token) > 1:
+                        parts.append(_quoted(token))  # a CJK pair: exact
+                    else:
+                        parts.append(_quoted(token) + "*")  # a word, or one CJK character
+        if not parts:
+            return None
+        ways.append("(" + " AND ".join(dict.fromkeys(parts)) + ")")
+    return " OR ".join(ways)

@@ -113,19 +113,18 @@ SELECT f.id, f.url, f.title
 
 -- name: news_scan
 -- Search, the articles not in the search index yet (the live database's, and a month's
--- newest): every pattern of :patterns (LIKE, escaped) somewhere in the title or text.
+-- newest) that match :query, decided by feedsync_matches (feedsync/search.py: the same
+-- answer as the index's and PostgreSQL's).
 SELECT id, url, title, published, feed_title, fetched_at, body
   FROM main.news
- WHERE NOT EXISTS (SELECT 1 FROM json_each(:patterns)
-                    WHERE (title || ' ' || body) NOT LIKE value ESCAPE '\');
+ WHERE feedsync_matches(:query, title || ' ' || body);
 
 -- name: news_scan_month
 SELECT id, url, title, published, feed_title, fetched_at, body
   FROM news_{month}
  WHERE id > :after
    AND id NOT IN (SELECT id FROM main.news)
-   AND NOT EXISTS (SELECT 1 FROM json_each(:patterns)
-                    WHERE (title || ' ' || body) NOT LIKE value ESCAPE '\');
+   AND feedsync_matches(:query, title || ' ' || body);
 
 -- name: news_hits
 -- Search, the rows of the articles the index found.

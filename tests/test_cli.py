@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 import subprocess
 import sys
@@ -20,7 +22,7 @@ def test_console_script_is_installed() -> None:
 def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
     url = site.feed("news.xml", [Item("One", site.page("one"))])
     assert fs.run("add", url + "#top").stdout == (
-        f"added {url}: news.xml, 1 entries staged; their articles come with the next run\n"
+        f"added {url}: news.xml, 1 entry staged; their articles come with the next run\n"
     )
     assert fs.run("add", url).stdout == f"already there: {url}\n"
     listing = fs.run("feeds").stdout
@@ -28,7 +30,7 @@ def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
 
     fs.run("run")
     listing = fs.run("feeds").stdout
-    assert "[1] news.xml" in listing and "    ok\n" in listing and "1 entries" in listing
+    assert "[1] news.xml" in listing and "    ok\n" in listing and "| 1 entry\n" in listing
 
     assert fs.run("remove", url).stdout == f"removed {url} (its articles are kept)\n"
     assert fs.run("feeds").stdout.startswith("no feeds yet")
@@ -114,8 +116,8 @@ def test_cron_output_is_one_summary_line_plus_errors(fs: FeedsyncEnv, site: Site
     fs.configure([good, bad])
     done = fs.run("run")
     assert re.fullmatch(
-        r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entries staged, "
-        r"1 articles extracted \(0 failed, 0 given up\) in \d+\.\ds; snapshot written\n",
+        r"feedsync: 2 feeds polled \(0 not modified, 1 failed\), 1 new entry staged, "
+        r"1 article extracted \(0 failed, 0 given up\) in \d+\.\ds; snapshot written\n",
         done.stdout,
     )
     assert done.stderr == f"feedsync: feed {bad}: HTTP 500 Internal Server Error\n"
@@ -136,7 +138,7 @@ def test_terminal_gets_progress_bars(fs: FeedsyncEnv, site: Site) -> None:
     )
     assert code == 0, text
     assert "polling feeds" in text and "extracting articles" in text
-    assert "1 articles extracted" in text
+    assert "1 article extracted" in text
 
 
 def _imported_modules(done: subprocess.CompletedProcess[str]) -> set[str]:
@@ -167,3 +169,138 @@ def test_a_run_with_nothing_to_extract_never_loads_trafilatura(fs: FeedsyncEnv, 
     assert "trafilatura" not in quiet and "rich" not in quiet
     # a plain UTF-8 feed is read by fastfeedparser alone: feedparser, the referee, waits
     assert "feedparser" not in quiet
+
+
+# ---------------------------------------------------------------- rough edges (issue 22)
+
+
+def test_global_options_work_after_the_command_too(fs: FeedsyncEnv, site: Site) -> None:
+    """`feedsync status --config X` is `feedsync --config X status`; --debug likewise."""
+    fs.configure([site.feed("f.xml", [])])
+    home = cli_env(fs.root / "home")
+    after = [sys.executable, "-m", "feedsync", "feeds", "--config", str(fs.config_path)]
+    done = subprocess.run([*after, "--debug"], capture_output=True, text=True, env=home)
+    assert done.returncode == 0, done.stderr
+    assert "f.xml" in done.stdout  # the feed of that config, not of the default one
+    assert "--config FILE" in fs.run("status", "--help").stdout
+    # given in both places, the one after the command wins (it is the nearer)
+    elsewhere = subprocess.run(
+        [sys.executable, "-m", "feedsync", "--config", "/nonexistent.toml", *after[3:]],
+        capture_output=True,
+        text=True,
+        env=home,
+    )
+    assert elsewhere.returncode == 0 and "f.xml" in elsewhere.stdout, elsewhere.stderr
+
+
+def test_every_command_that_names_a_feed_takes_its_id_or_its_url(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    one = site.feed("one.xml", [Item("One", site.page("one"))])
+    two = site.feed("two.xml", [Item("Two", site.page("two"))])
+    fs.configure([])
+    fs.run("add", one)
+    fs.run("add", two)
+    fs.run("run")
+    listing = fs.run("feeds").stdout
+    assert "[1] one.xml" in listing and "[2] two.xml" in listing
+    assert "Two" in fs.run("news", "--feed", "2").stdout
+    assert fs.run("remove", "2").stdout == f"removed {two} (its articles are kept)\n"
+    assert "two.xml" not in fs.run("feeds").stdout
+    assert (
+        "no such feed: 2 (see 'feedsync feeds' for the ids)"
+        in fs.run("remove", "2", expect=2).stderr
+    )
+    assert (
+        "not a feed's id or an http:// or https:// URL"
+        in fs.run("remove", "three", expect=2).stderr
+    )
+    assert fs.run("remove", one + "#top").stdout == f"removed {one} (its articles are kept)\n"
+
+
+def test_exported_files_get_the_users_usual_mode(fs: FeedsyncEnv, site: Site) -> None:
+    """mkstemp makes 0600 files: an export the user asked for is 0644 under umask 022
+    (and follows any other umask), while the databases stay 0600."""
+    fs.configure([site.feed("f.xml", [Item("One", site.page("one"))])])
+    fs.run("run")
+    out = fs.root / "out"
+    out.mkdir()
+
+    def export_with(umask: int, *args: str) -> None:
+        done = subprocess.run(
+            ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *fs.command(*args)],
+            capture_output=True,
+            text=True,
+            env=cli_env(fs.root / "home"),
+        )
+        assert done.returncode == 0, done.stderr
+
+    export_with(0o022, "export", "--output", str(out / "news.jsonl"))
+    export_with(0o022, "export-opml", "--output", str(out / "feeds.opml"))
+    export_with(0o027, "export", "--format", "csv", "--output", str(out / "news.csv"))
+    assert (out / "news.jsonl").stat().st_mode & 0o777 == 0o644
+    assert (out / "feeds.opml").stat().st_mode & 0o777 == 0o644
+    assert (out / "news.csv").stat().st_mode & 0o777 == 0o640
+    (out / "news.jsonl").chmod(0o600)  # the user's choice for an existing file is kept
+    export_with(0o022, "export", "--output", str(out / "news.jsonl"))
+    assert (out / "news.jsonl").stat().st_mode & 0o777 == 0o600
+    assert fs.card_path.stat().st_mode & 0o777 == 0o600  # the database stays private
+
+
+def test_feeds_puts_the_consequence_of_a_warning_first(fs: FeedsyncEnv, site: Site) -> None:
+    """A feed declared UTF-8 but in ISO-8859-2, one entry without a link: the 80-column
+    line says what that did to the feed, before the parser's complaint."""
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+        "<title>Gazeta</title><link>http://example.com/</link>"
+        f"<item><title>Łódź</title><link>{site.page('lodz')}</link></item>"
+        "<item><title>no link here</title></item></channel></rss>"
+    ).encode("iso-8859-2")
+    feed = site.server.set("/gazeta.xml", body, "application/rss+xml")
+    fs.configure([feed])
+    fs.run("run")
+    listing = fs.run("feeds").stdout
+    warning = next(line for line in listing.splitlines() if "warning:" in line)
+    assert warning.startswith("    warning: parsed as "), listing
+    assert warning.endswith("; 1 entry skipped: no link"), warning
+    assert len(warning) <= 80
+
+
+def test_json_and_words_agree_with_the_terminal(fs: FeedsyncEnv, site: Site) -> None:
+    """One wording for a feed without a title, null for "none yet" in --json, plurals."""
+    empty = site.server.set(
+        "/untitled.xml", '<rss version="2.0"><channel></channel></rss>', "application/rss+xml"
+    )
+    fs.configure([])
+    added = fs.run("add", empty).stdout
+    assert f"added {empty}: (no title yet), 0 entries staged" in added
+    assert "[1] (no title yet)" in fs.run("feeds").stdout
+    assert "| 0 entries" in fs.run("feeds").stdout
+    (health,) = json.loads(fs.run("feeds", "--json").stdout)
+    assert health["latest_published"] is None
+
+
+def test_every_command_has_a_description_and_every_option_help() -> None:
+    from feedsync.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        assert sub.description, name
+        for action in sub._actions:
+            assert action.help, (name, action.dest)
+    help_text = subprocess.run(
+        [sys.executable, "-m", "feedsync", "export", "--help"], capture_output=True, text=True
+    ).stdout
+    assert "one JSON object per line" in help_text
+
+
+def test_run_json_says_whether_the_snapshot_was_written(fs: FeedsyncEnv, site: Site) -> None:
+    fs.snapshot_path = fs.root / "card" / "feedsync.db"
+    fs.configure([site.feed("f.xml", [Item("One", site.page("one"))])])
+    first = fs.run_json()
+    assert first["snapshot_written"] is True and first["snapshot_detail"] == "written"
+    second = fs.run_json()
+    assert second["snapshot_written"] is False
+    assert second["snapshot_detail"] == "unchanged since the last save"
+    assert second["snapshot"] == second["snapshot_detail"]  # the old key, kept

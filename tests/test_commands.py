@@ -90,7 +90,10 @@ def run(env: FeedsyncEnv, *args: str, expect: int = 0) -> subprocess.CompletedPr
 
 
 def lines_fit(text: str, width: int = 80) -> bool:
-    return all(len(line) <= width for line in text.splitlines())
+    """Every line within ``width`` columns (a Japanese character takes two)."""
+    from feedsync.terminal import display_width
+
+    return all(display_width(line) <= width for line in text.splitlines())
 
 
 # ---------------------------------------------------------------- status and feeds
@@ -177,7 +180,7 @@ def test_add_a_feed_polls_it_once(fs: FeedsyncEnv, server: LocalServer) -> None:
     )
     done = fs.run("add", feed, "--category", "News/Local")
     assert done.stdout == (
-        f"added {feed}: Added, 1 entries staged; their articles come with the next run\n"
+        f"added {feed}: Added, 1 entry staged; their articles come with the next run\n"
     )
     assert server.hits["/articles/a"] == 0  # polled, not extracted
     assert fs.run("add", feed).stdout == f"already there: {feed}\n"
@@ -374,10 +377,11 @@ def test_opml_round_trip_keeps_nested_folders(fs: FeedsyncEnv, tmp_path: Path) -
     source.write_bytes(NESTED)
     fs.configure([])
     done = fs.run("import-opml", str(source))
-    assert done.stdout.splitlines()[:3] == [
+    assert done.stdout.splitlines()[:4] == [
         f"imported {source}: 4 feeds added, 0 already there",
-        "  1 entries of the file repeated a feed listed before them",
-        "  skipped, not an http(s) feed URL: gopher://old.example/feed",
+        "  2 outlines not imported, 1 of them repeats:",
+        "    line 11: https://top.example/rss: a repeat of the feed on line 10",
+        "    line 12: gopher://old.example/feed: not an http(s) feed URL",
     ]
     again = fs.run("import-opml", str(source)).stdout
     assert "0 feeds added, 4 already there" in again

@@ -86,7 +86,7 @@ def test_the_daemon_speaks_sd_notify_and_ingests_until_told_to_stop(
     since = time.monotonic()
     wait_until(lambda: notify.said("WATCHDOG=1", since) >= 3, "three WATCHDOG=1 pings")
     assert any(
-        text.startswith("STATUS=1 feeds (0 failing), queue 0, 1 articles")
+        text.startswith("STATUS=1 feed (0 failing), queue 0, 1 article, last snapshot ")
         for _, text in notify.messages
     ), notify.messages
 

@@ -43,3 +43,24 @@ def test_demo_can_keep_its_database(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM feed_entries").fetchone() == (9,)
         bodies = [len(body.split()) for (body,) in conn.execute("SELECT body FROM news")]
     assert min(bodies) > 250
+
+
+def test_demo_keep_says_how_to_read_what_it_kept(tmp_path: Path) -> None:
+    """The commands it prints work as printed; its times say their zone."""
+    keep = tmp_path / "kept"
+    keep.mkdir()
+    done = demo(tmp_path, "--keep", str(keep))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index(f"The database is kept in {keep}. Read it with")
+    news, _search, sql = (line.strip().split() for line in lines[start + 1 : start + 4])
+    assert news[:3] == ["feedsync", "--config", str(keep / "feedsync.toml")]
+    read = subprocess.run(
+        [sys.executable, "-m", "feedsync", *news[1:]],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path / "home"),
+    )
+    assert read.returncode == 0 and "Café Lumière reopens" in read.stdout, read.stderr
+    assert sql[:2] == ["sqlite3", str(keep / "feedsync.db")]
+    assert "    2026-11-21 14:50Z  Café Lumière reopens" in done.stdout  # Z: UTC

@@ -462,7 +462,7 @@ def test_a_page_with_references_to_control_characters_lands_with_its_text(
     url = site.server.set("/articles/wall", page, "text/html; charset=utf-8")
     fs.configure([site.feed("wall.xml", [Item("Harbour wall", url)])])
     done = fs.run("run")
-    assert "1 articles extracted (0 failed" in done.stdout, done.stdout + done.stderr
+    assert "1 article extracted (0 failed" in done.stdout, done.stdout + done.stderr
     article = fs.query("SELECT id, body FROM news")
     assert len(article) == 1 and sitegen.prose("wall")[2] in article[0][1]
     shown = fs.run("show", str(article[0][0])).stdout

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
+import sitegen
 
 from feedsync import config as config_module
+from feedsync.localserver import LocalServer
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICE_TEXT = (REPO / "systemd" / "feedsync.service").read_text()
@@ -52,6 +55,17 @@ def test_user_install_runs_the_demo_then_the_users_feeds(tmp_path: Path) -> None
     assert "kept your config" in done.stdout
     assert "no feeds configured yet: running the demo" in done.stdout
     assert "6 articles fetched and extracted" in done.stdout
+    # ~/.local/bin is not on this shell's PATH: the demo's hint gives the command's full
+    # path, and the last words say what to type (issue 22 item 6)
+    command = tmp_path / ".local/bin/feedsync"
+    assert f"  {command} add https://example.com/feed.xml" in done.stdout
+    tail = done.stdout.splitlines()[-4:]
+    assert tail[0] == (
+        f"install.sh: feedsync is in {command.parent}, which is not on this shell's PATH "
+        "yet. In this shell, type"
+    )
+    assert tail[1] == 'install.sh:     export PATH="$HOME/.local/bin:$PATH"'
+    assert tail[2] == f"install.sh: or call it as {command}."
     installed = tmp_path / ".local/share/feedsync/venv"
     assert list(installed.glob("lib/python*/site-packages/feedsync/sql/schema.sql"))
     assert list(installed.glob("lib/python*/site-packages/feedsync/sql/migrations/0002_*.sql"))
@@ -60,9 +74,36 @@ def test_user_install_runs_the_demo_then_the_users_feeds(tmp_path: Path) -> None
     config.write_text(config.read_text() + '\n[[feeds]]\nurl = "http://127.0.0.1:9/feed.xml"\n')
     again = install(tmp_path, "--run")  # upgrade in place: keeps the config, runs the feeds
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "1 feeds polled (0 not modified, 1 failed)" in again.stdout
+    assert "1 feed polled (0 not modified, 1 failed)" in again.stdout
     assert "127.0.0.1:9/feed.xml: cannot connect" in again.stderr
     assert (tmp_path / "card/feedsync.db").exists()  # the pass ended with a snapshot
+
+    # a change the card lacks (add polls once, and leaves the save to the next run):
+    # --uninstall saves it while the command is still there (issue 22 item 12)
+    with LocalServer() as server:
+        feed = server.set(
+            "/news.xml", sitegen.rss2("News", server.url("/news.xml"), []), "application/rss+xml"
+        )
+        added = subprocess.run(
+            [str(command), "--config", str(config), "add", feed],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HOME": str(tmp_path), "NO_PROXY": "127.0.0.1"},
+        )
+    assert added.returncode == 0, added.stderr
+
+    def on_the_card() -> set[str]:
+        with sqlite3.connect(tmp_path / "card/feedsync.db") as conn:
+            return {url for (url,) in conn.execute("SELECT url FROM feeds")}
+
+    assert feed not in on_the_card()
+    gone = install(tmp_path, "--uninstall")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert feed in on_the_card()
+    live = tmp_path / "ram/feedsync.db"
+    assert f"saving the live database {live} to the card database first" in gone.stdout
+    assert f"the live database {live} holds nothing unsaved" in gone.stdout
+    assert not command.exists() and not (tmp_path / ".local/share/feedsync/venv").exists()
 
 
 @pytest.mark.slow

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from conftest import FeedsyncEnv
 
 from feedsync import opml
 from feedsync.records import FeedHealth
@@ -38,9 +41,91 @@ def test_write_then_read_keeps_folders_titles_and_escaping() -> None:
         ("https://b.example/atom", "https://b.example/atom", None),
         ("https://c.example/feed", "Tech", "News/Tech"),
     }
-    assert back.merged == 0 and back.unusable == ()
+    assert back.repeats == 0 and back.skipped == ()
 
 
 def test_not_opml() -> None:
     with pytest.raises(opml.OpmlError, match="not an OPML subscription list"):
         opml.read(b"<html><body>hi</body></html>")
+
+
+def test_folders_with_a_slash_in_their_name_stay_one_folder() -> None:
+    assert opml.folders("News/World") == ["News", "World"]
+    assert opml.folders("UI / UX") == ["UI / UX"]
+    assert opml.folders("Tech/UI / UX") == ["Tech", "UI / UX"]
+    assert opml.folders("AC\\/DC/Live") == ["AC/DC", "Live"]
+    for names in (["UI / UX"], ["AC/DC", "Live"], ["a\\b", "/r/python"], ["News", "World"]):
+        assert opml.folders(opml.category(names)) == names
+
+
+# OPML as it comes from the wild, each line a case (line numbers matter: they are said)
+WILD = b"""<?xml version="1.0" encoding="utf-8"?>
+<opml version="1.0"><head><title>from another reader</title></head><body>
+<!-- <outline text="Old" xmlUrl="https://commented.example/rss"/> -->
+<outline text="UI / UX" title="UI / UX">
+  <outline type="rss" text="Design" xmlUrl="https://design.example/feed"/>
+  <outline type="rss" text="Quoted" description="the "best" blog"xmlUrl="https://quoted.example/rss"/>
+  <outline type="rss" text="After" description="He said "hi" to us" xmlUrl="https://after.example/rss"/>
+</outline>
+<outline type="rss" text="Empty" xmlUrl=""/>
+<outline type="rss" text="Podcast" xmlUrl="feed://pod.example/rss"/>
+<outline type="rss" text="Secure podcast" xmlUrl="feed:https://secure.example/rss"/>
+<outline type="rss" text="Design again" xmlUrl="https://design.example/feed"/>
+<outline type="rss" text="Gopher" xmlUrl="gopher://old.example/feed"/>
+<outline type="link" text="A web page" url="https://page.example/"/>
+</body></opml>
+"""
+
+
+def test_import_opml_from_the_wild_reports_every_outline_not_imported(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    source = tmp_path / "wild.opml"
+    source.write_bytes(WILD)
+    fs.configure([])
+    done = fs.run("import-opml", str(source))
+    assert done.stdout.splitlines() == [
+        f"imported {source}: 5 feeds added, 0 already there",
+        "  4 outlines not imported, 1 of them repeats:",
+        '    line 9: Empty: no feed URL (xmlUrl="")',
+        "    line 12: https://design.example/feed: a repeat of the feed on line 5",
+        "    line 13: gopher://old.example/feed: not an http(s) feed URL",
+        "    line 14: https://page.example/: no feed URL (xmlUrl) in this outline of type link",
+        "their entries come with the next run (or the daemon's next tick)",
+    ]
+    # the quoted ones are in, feed:// is http://, and "UI / UX" is one folder
+    assert set(fs.query("SELECT url, category FROM feeds")) == {
+        ("https://design.example/feed", "UI / UX"),
+        ("https://quoted.example/rss", "UI / UX"),
+        ("https://after.example/rss", "UI / UX"),
+        ("http://pod.example/rss", None),
+        ("https://secure.example/rss", None),
+    }  # and nothing of the comment
+
+    exported = tmp_path / "out.opml"
+    fs.run("export-opml", "--output", str(exported))
+    text = exported.read_text()
+    assert text.count('text="UI / UX"') == 1 and 'text="UI "' not in text
+    other = FeedsyncEnv(root=tmp_path / "other")
+    (other.root / "home").mkdir(parents=True)
+    other.configure([])
+    back = other.run("import-opml", str(exported)).stdout
+    assert "not imported" not in back
+    assert set(other.query("SELECT url, category FROM feeds")) == set(
+        fs.query("SELECT url, category FROM feeds")
+    )
+
+
+def test_broken_markup_that_hides_a_feed_is_said(fs: FeedsyncEnv, tmp_path: Path) -> None:
+    """A feed URL no outline yields (here the second xmlUrl of one outline, which the
+    parser drops) is not passed over in silence: the URLs not read are counted."""
+    source = tmp_path / "broken.opml"
+    source.write_bytes(
+        b'<opml><body><outline text="A" xmlUrl="https://a.example/rss"/>\n'
+        b'<outline text="B" xmlUrl="https://b.example/rss" xmlUrl="https://c.example/"/>'
+        b"</body></opml>"
+    )
+    fs.configure([])
+    done = fs.run("import-opml", str(source)).stdout
+    assert "2 feeds added" in done
+    assert "    1 more xmlUrl= in the file: in markup too broken to read as an outline" in done

@@ -412,4 +412,4 @@ def test_an_archive_of_a_feed_is_read_to_its_newest_entries() -> None:
     assert len(titles) == MAX_ENTRIES
     assert titles[0] == "Story 500" and titles[-1] == f"Story {MAX_ENTRIES + 499}"
     assert parsed.skipped == 501 and "Undated" not in titles
-    assert parsed.warning == f"501 entries skipped: beyond the newest {MAX_ENTRIES} (501)"
+    assert parsed.warning == f"501 entries skipped: beyond the newest {MAX_ENTRIES}"

@@ -12,7 +12,6 @@ writes differently), so the same method works on both.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -38,7 +37,6 @@ from feedsync.records import (
     SnapshotResult,
     StorageStatus,
 )
-from feedsync.terminal import clean
 
 T = TypeVar("T")
 
@@ -719,19 +717,3 @@ class SQLStorage:
 
 def like_escape(term: str) -> str:
     return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def snippet(text: str, terms: list[str], marks: tuple[str, str], width: int = 120) -> str:
-    """Around the first match, the matches marked (for the scan path of search). The text
-    is cleaned of control characters before the marks (which may be colours) go in: the
-    snippet is printed to a terminal."""
-    flat = " ".join(clean(text, one_line=True).split())
-    lowered = flat.lower()
-    first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
-    start = max(first - width // 3, 0)
-    piece = flat[start : start + width]
-    for term in sorted(set(terms), key=len, reverse=True):
-        piece = re.sub(
-            re.escape(term), lambda m: marks[0] + m.group(0) + marks[1], piece, flags=re.IGNORECASE
-        )
-    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")

@@ -57,6 +57,7 @@ from urllib.parse import quote
 from feedsync import search
 from feedsync.storage import CardReadOnly, StorageError, budget, busy, sqlfiles
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
+from feedsync.terminal import plural, short_time
 from feedsync.timestamps import from_iso
 
 # A saver or restorer holds the card's lock for seconds; waiting longer means trouble.
@@ -890,7 +891,8 @@ def prepare(
             restore_live(live, path, keep_since)
             meta = file_meta(path) or {}
             if int(meta.get("snapshot_seq", "0")) > 0:
-                notice(f"restored {live} from {path} (saved {meta.get('snapshot_at') or '?'})")
+                saved = short_time(meta.get("snapshot_at"), "?")  # as every time for people
+                notice(f"restored {live} from {path} (saved {saved})")
 
 
 def _legacy_unsaved(live_meta: dict[str, str], path: Path) -> bool:
@@ -1029,7 +1031,7 @@ def _refuse_overwrite(
     )
     if unsaved > 0 or int(current.get("snapshot_seq", "0")) > int(saved.get("snapshot_seq", "0")):
         raise SnapshotRefused(
-            f"{live} is newer than {path} ({max(unsaved, 0)} changes not on the card): "
+            f"{live} is newer than {path} ({plural(max(unsaved, 0), 'change')} not on the card): "
             "'feedsync snapshot' saves them; --force replaces it (kept as .before-restore)"
         )
 

@@ -35,9 +35,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from feedsync import search as fulltext
 from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
 from feedsync.storage import StorageError, StorageUnavailable
-from feedsync.storage.base import SQLStorage, like_escape, snippet
+from feedsync.storage.base import SQLStorage, like_escape
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 
 if TYPE_CHECKING:
@@ -310,18 +311,32 @@ class PostgreSQLStorage(SQLStorage):
         )
 
     def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
-        """Every term in the title or text, case-insensitively, through the trigram index
-        (any length: one- and two-character terms are checked by ILIKE itself); the
-        snippet is cut around the first match, as SQLite's short-query path does."""
-        terms = query.split()
-        if not terms:
-            return []
-        patterns = ["%" + like_escape(term) + "%" for term in terms]
-        first = max(patterns, key=len)
-        rows = self._read("news_search", first=first, patterns=patterns, limit=limit)
+        """The articles that match (feedsync/search.py says what that means): for each
+        way the query can match, the articles holding its words, case-insensitively,
+        through the trigram index (one- and two-character words are checked by ILIKE
+        itself); the text decides (``Query.matches``), as on SQLite. Titles that match
+        first, then the newest; the snippet is cut around the first match."""
+        wanted = fulltext.parse(query)
+        rows: dict[int, dict[str, Any]] = {}
+        for alternative in wanted.alternatives:
+            words = [w for term in alternative for w in term.words]
+            patterns = ["%" + like_escape(word) + "%" for word in words]
+            first = max(patterns, key=len)
+            for r in self._read("news_search", first=first, patterns=patterns, limit=limit * 4):
+                rows.setdefault(int(r["id"]), dict(r))
+        found = [r for r in rows.values() if wanted.matches(r["title"] + " " + r["body"])]
+        found.sort(key=lambda r: (r["published"] or r["fetched_at"], r["id"]), reverse=True)
+        found.sort(key=lambda r: not wanted.matches(r["title"]))  # stable: titles first
         return [
-            SearchHit(**{**r, "snippet": snippet(r["title"] + " " + r["snippet"], terms, marks)})
-            for r in rows
+            SearchHit(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                published=r["published"],
+                feed_title=r["feed_title"],
+                snippet=wanted.snippet(r["title"] + " " + r["body"], marks),
+            )
+            for r in found[:limit]
         ]
 
     # ------------------------------------------------------------ feedsync migrate

@@ -26,6 +26,7 @@ the queries that delete.
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import json
 import os
@@ -53,7 +54,7 @@ from feedsync.records import (
 )
 from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
 from feedsync.storage import card as cards
-from feedsync.storage.base import SQLStorage, snippet
+from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 
 T = TypeVar("T")
@@ -102,6 +103,7 @@ class SQLiteStorage(SQLStorage):
         self._keep = keep
         self._card: cards.Card | None = None
         self._tokenizer: fulltext.Tokenizer | None = None
+        self._matches_registered = False
         self._spill_above = 0  # live bytes past which the next spill may happen
         self._wal_pages = 50  # set from the RAM budget when the database is opened
         # what time it is for saves, months and retention (a bench simulating a year
@@ -567,38 +569,34 @@ class SQLiteStorage(SQLStorage):
         ]
 
     def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
-        """Every term, through each month's index on the card (best first, by bm25 with
-        title hits weighing more), and through a scan of the articles not indexed yet
-        (the live database's, a month's newest); titles that match first. The snippet is
-        cut around the first match."""
+        """The articles that match (feedsync/search.py says what that means), through
+        each month's index on the card (best first, by bm25 with title hits weighing
+        more), and through a scan of the articles not indexed yet (the live database's,
+        a month's newest); titles that match first. The index narrows down, the text
+        decides (``Query.matches``): the answer is PostgreSQL's."""
         if self._tokenizer is None:
             self._tokenizer = fulltext.Tokenizer()
-        wanted = fulltext.build_query(query, self._tokenizer)
-        if wanted is None:
-            return []
+        wanted = fulltext.parse(query)
+        match = fulltext.fts_match(wanted, self._tokenizer)
         months = self._months()
-        scanned = self._scan(wanted, months)
+        scanned = self._scan(wanted, months, everything=match is None)
         found: list[tuple[float, int]] = []
-        for month, _ in months:
-            rows = self._month_rows(
-                "card_search",
-                month,
-                {"query": wanted.match, "limit": limit * (4 if wanted.verify else 1)},
-            )
-            found += [(float(r["score"]), int(r["id"])) for r in rows]
+        if match is not None:
+            for month, _ in months:
+                rows = self._month_rows("card_search", month, {"query": match, "limit": limit * 4})
+                found += [(float(r["score"]), int(r["id"])) for r in rows]
         indexed: list[sqlite3.Row] = []
         seen = {int(r["id"]) for r in scanned}
         for _, article in sorted(found):
             if article in seen:
                 continue
             rows = self._read("news_hits", id=article)
-            if rows and _contains(rows[0], wanted.verify):
+            if rows and wanted.matches(str(rows[0]["title"]) + " " + str(rows[0]["body"])):
                 indexed.append(rows[0])
                 seen.add(article)
-        terms = [t.casefold() for t in wanted.terms]
 
         def in_title(row: sqlite3.Row) -> bool:
-            return all(t in str(row["title"]).casefold() for t in terms)
+            return wanted.matches(str(row["title"]))
 
         newest_first = sorted(
             scanned, key=lambda r: r["published"] or r["fetched_at"], reverse=True
@@ -614,18 +612,25 @@ class SQLiteStorage(SQLStorage):
                 title=r["title"],
                 published=r["published"],
                 feed_title=r["feed_title"],
-                snippet=snippet(r["title"] + " " + r["body"], list(wanted.terms), marks),
+                snippet=wanted.snippet(r["title"] + " " + r["body"], marks),
             )
             for r in ranked[:limit]
         ]
 
-    def _scan(self, wanted: fulltext.Query, months: list[tuple[str, int]]) -> list[sqlite3.Row]:
-        """The articles not in the search index yet that hold every term."""
-        patterns = json.dumps([fulltext.like_pattern(t) for t in wanted.terms])
-        rows = self._read("news_scan", patterns=patterns)
+    def _scan(
+        self, wanted: fulltext.Query, months: list[tuple[str, int]], everything: bool
+    ) -> list[sqlite3.Row]:
+        """The articles not in the search index yet that match (every article, when
+        the index cannot narrow the query down): the query runs in SQLite as a
+        function of the text (``feedsync_matches``), so only the matches leave it."""
+        if not self._matches_registered:
+            self._conn.create_function("feedsync_matches", 2, _matches, deterministic=True)
+            self._matches_registered = True
+        params = {"query": wanted.text}
+        rows = self._read("news_scan", **params)
         for month, after in months:
             rows += self._month_rows(
-                "news_scan_month", month, {"after": after, "patterns": patterns}
+                "news_scan_month", month, {"after": -1 if everything else after, **params}
             )
         return rows
 
@@ -664,7 +669,11 @@ def _items(cursor: sqlite3.Cursor) -> Iterator[NewsItem]:
             yield NewsItem(**dict(row))
 
 
-def _contains(row: sqlite3.Row, terms: tuple[str, ...]) -> bool:
-    """Whether an article holds every term as written (case folded)."""
-    text = (str(row["title"]) + " " + str(row["body"])).casefold()
-    return all(term.casefold() in text for term in terms)
+@functools.lru_cache(maxsize=8)
+def _parsed(query: str) -> fulltext.Query:
+    return fulltext.parse(query)
+
+
+def _matches(query: str, text: str | None) -> bool:
+    """SQL's ``feedsync_matches(:query, text)``: whether the text matches the query."""
+    return text is not None and _parsed(query).matches(text)

@@ -35,11 +35,13 @@ SELECT id, coalesce(published, fetched_at) AS w
  LIMIT :limit;
 
 -- name: news_search
--- Every term anywhere in the title or the text (:patterns, '%term%' each, LIKE-escaped),
+-- Search, the candidates of one way a query can match (feedsync/search.py): every word
+-- anywhere in the title or the text (:patterns, '%word%' each, LIKE-escaped),
 -- case-insensitively; :first, the longest of them, goes through the trigram index
 -- (sql/postgresql/migrations/0004_search.sql). Titles that match first, then the newest.
--- The body is returned whole: the snippet is cut around the match in Python.
-SELECT n.id, n.url, n.title, n.published, n.feed_title, n.body AS snippet
+-- Python decides on the text (where a word starts, phrases, excluded words) and cuts
+-- the snippet.
+SELECT n.id, n.url, n.title, n.published, n.feed_title, n.fetched_at, n.body
   FROM news AS n
  WHERE (n.title || ' ' || n.body) ILIKE :first
    AND (n.title || ' ' || n.body) ILIKE ALL (:patterns)

@@ -1,0 +1,114 @@
+"""`feedsync search`: the query syntax, with one answer on SQLite (the card's index and
+the scan of what is not indexed yet) and on PostgreSQL, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import sitegen
+from conftest import BACKENDS, FeedsyncEnv
+from sitegen import Item
+
+from feedsync.localserver import LocalServer
+
+FILLER = (
+    "The council met on Tuesday evening to hear the report, and residents asked many "
+    "questions about the budget for the coming year before the meeting closed."
+)
+STORIES = {
+    "nasa": ("NASA launches a probe to the moon", "NASA said the probe left on time."),
+    "plumber": (
+        "Plumber mends the harbour pipes",
+        "The plumber, Jim Anderson, mended the pipes by the harbour wall.",
+    ),
+    "storm": (
+        "Ferry stays in port",
+        "A winter storm kept the ferry in the harbour for a second day.",
+    ),
+    "bridge": ("Bridge closed after the gale", "Storm damage closed the old bridge."),
+}
+LATE = ("Café reopens on the quay", "The café by the quay reopened after the storm.")
+
+
+def page(title: str, text: str) -> str:
+    return sitegen.article_page(title, title, paragraphs=[text, FILLER, FILLER, FILLER])
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[FeedsyncEnv]:
+    """Four stories, and on SQLite in the card's search index; then one more, not
+    indexed yet (found by the scan): every query below crosses both paths."""
+    root = tmp_path_factory.mktemp("search")
+    (root / "home").mkdir()
+    url = None
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_server").create_database("search")
+    env = FeedsyncEnv(root=root, url=url)
+    with LocalServer() as server:
+        items = [
+            Item(title, server.set(f"/articles/{slug}", page(title, text)))
+            for slug, (title, text) in STORIES.items()
+        ]
+        feed = server.url("/feeds/news.xml")
+        server.set("/feeds/news.xml", sitegen.rss2("News", feed, items), "application/rss+xml")
+        env.configure([feed])
+        env.run("run")
+        if env.backend == "sqlite":
+            from feedsync import timestamps
+            from feedsync.config import StorageConfig
+            from feedsync.storage.sqlite import SQLiteStorage
+
+            store = SQLiteStorage.open(StorageConfig(db=env.db_path, snapshot=None))
+            try:
+                indexed = store._card_db().index_all(timestamps.to_iso(timestamps.now()))
+            finally:
+                store.close()
+            assert indexed == 4
+        items.append(Item(LATE[0], server.set("/articles/late", page(*LATE))))
+        server.set("/feeds/news.xml", sitegen.rss2("News", feed, items), "application/rss+xml")
+        env.run("run")
+        yield env
+
+
+def titles(env: FeedsyncEnv, *query: str) -> set[str]:
+    done = env.run("search", *query, "--json")
+    return {hit["title"] for hit in json.loads(done.stdout)}
+
+
+def test_or_and_not_phrases_and_prefixes(world: FeedsyncEnv) -> None:
+    nasa, plumber, ferry, bridge = (title for title, _ in STORIES.values())
+    cafe = LATE[0]
+    assert titles(world, "NASA", "OR", "plumber") == {nasa, plumber}
+    assert titles(world, "storm") == {ferry, bridge, cafe}
+    assert titles(world, "storm", "ferry", "OR", "bridge") == {ferry, bridge}
+    assert titles(world, "storm", "AND", "ferry") == {ferry}
+    assert titles(world, '"winter storm"') == {ferry}
+    assert titles(world, '"storm winter"') == set()
+    assert titles(world, "harbour", "-plumber") == {ferry}  # a leading "-": without it
+    assert titles(world, "harbour", "NOT", "plumber") == {ferry}
+    assert titles(world, "-plumber", "harbour") == {ferry}  # first, with no "--"
+    assert titles(world, "harb*") == titles(world, "harb") == {plumber, ferry}
+    assert titles(world, "quay", "OR", "moon") == {cafe, nasa}  # the scan, and the index
+    # a term begins a word: "son" is not in "Anderson", on both engines
+    assert titles(world, "son") == set()
+    assert titles(world, "ANDERSON") == {plumber}
+
+
+def test_only_the_words_searched_are_marked(world: FeedsyncEnv) -> None:
+    done = world.run("search", "plumber", "AND")
+    assert "[Plumber]" in done.stdout and "[plumber]" in done.stdout
+    assert "[And" not in done.stdout and "Anderson" in done.stdout
+    hit = json.loads(world.run("search", "harbour", "-plumber", "--json").stdout)[0]
+    assert "[harbour]" in hit["snippet"] and "[plumber]" not in hit["snippet"]
+
+
+def test_a_query_with_nothing_to_find_is_refused_in_one_line(world: FeedsyncEnv) -> None:
+    done = world.run("search", "-plumber", expect=2)
+    assert "a query needs a word to find" in done.stderr and done.stderr.count("\n") == 1
+    done = world.run("search", "OR", "--", "...", expect=2)
+    assert "no word in it" in done.stderr
+    assert "AND, OR and NOT are operators" in world.run("search", "--help").stdout
