@@ -96,19 +96,25 @@ _META_CHARSET = re.compile(
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 
 
-def page_encoding(body: bytes, content_type: str | None) -> str | None:
-    """The encoding to decode a page with, or None to leave it to trafilatura's detection.
+def decoded(body: bytes, content_type: str | None) -> str | bytes:
+    """The page as text, or its bytes to leave the encoding to trafilatura's detection.
 
-    Valid UTF-8 is UTF-8 (the commonest mislabel is UTF-8 served as ISO-8859-1). Otherwise
-    the charsets the page declares in <meta> (its author's word), then the server's
-    Content-Type charset (often a server default), each only if the bytes decode with it
-    without error; with none declared, trafilatura guesses from the bytes.
-    """
+    Valid UTF-8 is UTF-8 (the commonest mislabel is UTF-8 served as ISO-8859-1): decoded
+    here once, as trafilatura would (it tries UTF-8 first), and not again by it.
+    Otherwise :func:`page_encoding`."""
     try:
-        body.decode("utf-8")
-        return None  # trafilatura takes the UTF-8 path itself
+        return body.decode("utf-8")
     except UnicodeDecodeError:
-        pass
+        encoding = page_encoding(body, content_type)
+    return body.decode(encoding) if encoding else body
+
+
+def page_encoding(body: bytes, content_type: str | None) -> str | None:
+    """The encoding to decode a page that is not UTF-8 with, or None to leave it to
+    trafilatura's detection: the charsets the page declares in <meta> (its author's
+    word), then the server's Content-Type charset (often a server default), each only if
+    the bytes decode with it without error; with none declared, trafilatura guesses from
+    the bytes."""
     declared = [m.decode("ascii", "replace") for m in _META_CHARSET.findall(body[:8192])]
     if content_type:
         declared += _HEADER_CHARSET.findall(content_type)
@@ -158,8 +164,7 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
     """Extract one page (runs in a worker process). Raises ExtractError."""
     import trafilatura  # here, not at the top: only workers pay for it
 
-    encoding = page_encoding(html, content_type)
-    page = without_control_references(html.decode(encoding) if encoding else html)
+    page = without_control_references(decoded(html, content_type))
     try:
         with _deadline(timeout):
             tree = trafilatura.load_html(page)
