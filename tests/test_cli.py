@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FeedsyncEnv, Site, cli_env, on_a_terminal
+import sitegen
+from conftest import FeedsyncEnv, Site, cli_env, on_a_terminal, wait_until
 from sitegen import Item
 
 
@@ -165,3 +168,75 @@ def test_a_run_with_nothing_to_extract_never_loads_trafilatura(fs: FeedsyncEnv, 
     quiet = run()
     assert "feedparser" in quiet
     assert "trafilatura" not in quiet and "rich" not in quiet
+
+
+# ---------------------------------------------------------------- a signal mid-extraction
+
+
+def _queue(fs: FeedsyncEnv) -> dict[int, tuple[str, int, str | None]]:
+    """Every staged article: its state, attempts and lease holder."""
+    rows = fs.query("SELECT id, state, attempts, lease_owner FROM news_summary")
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def _stored(fs: FeedsyncEnv) -> int:
+    """Articles in ``news``: 0 before the first run has made the database."""
+    return int(fs.scalar("SELECT count(*) FROM news")) if fs.live_path.exists() else 0
+
+
+def test_a_signal_during_extraction_stops_the_run_quietly_and_costs_no_attempt(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Ctrl-C reaches every process of the terminal's foreground group (the extraction
+    workers, the forkserver) and systemd's SIGTERM every process of the service: the run
+    exits 130 without a traceback from any of them, the articles in flight go back to
+    the queue with no attempt spent, and the next run extracts them all. Signals come at
+    several points: while the pool starts (the first page request), while a worker is in
+    the middle of pages (an article just stored), to the group and to feedsync alone."""
+    pages = 14
+    items = []
+    for n in range(pages):
+        # ~0.2 s of extraction each here: the worker is busy whenever the signal comes
+        paragraphs = sitegen.prose(f"long-{n}", 1200, 4)
+        html = sitegen.article_page(f"Long story {n}", seed=f"long-{n}", paragraphs=paragraphs)
+        items.append(Item(f"Long story {n}", site.server.set(f"/articles/long-{n}", html)))
+    fs.configure([site.feed("long.xml", items)], poll={"concurrency": 4})
+
+    def hits() -> int:
+        return sum(site.article_hits().values())
+
+    rounds = [
+        ("SIGINT to the group, as the pool starts", signal.SIGINT, True, "request"),
+        ("SIGINT to the group, mid-extraction", signal.SIGINT, True, "stored"),
+        ("SIGINT to the group, mid-extraction, again", signal.SIGINT, True, "stored"),
+        ("SIGTERM to the group (systemd), mid-extraction", signal.SIGTERM, True, "stored"),
+        ("SIGTERM to feedsync alone, as the pool starts", signal.SIGTERM, False, "request"),
+    ]
+    for what, signum, group, when in rounds:
+        before_hits, before_stored = hits(), _stored(fs)
+        run = fs.start("run")
+        if when == "request":
+            wait_until(lambda n=before_hits: hits() > n, f"{what}: a page request")
+        else:
+            wait_until(lambda n=before_stored: _stored(fs) > n, f"{what}: an article stored")
+        if group:
+            os.killpg(run.pid, signum)
+        else:
+            run.send_signal(signum)
+        try:
+            _, err = run.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            raise AssertionError(f"{what}: still running 60 s after the signal") from None
+        assert run.returncode == 130, f"{what}: exit {run.returncode}\n{err}"
+        assert "Traceback" not in err and "Error" not in err, f"{what}:\n{err}"
+        assert "stopped early by a signal" in err, f"{what}:\n{err}"
+        left = {i: row for i, row in _queue(fs).items() if row[0] != "done"}
+        # in flight or waiting: back in the queue as they were, free for the next run
+        assert all(row == ("new", 0, None) for row in left.values()), f"{what}: {left}"
+        assert left, f"{what}: the run finished before the signal; make the pages longer"
+
+    fs.run("run")
+    queue = _queue(fs)
+    assert len(queue) == pages and _stored(fs) == pages
+    assert {row[:2] for row in queue.values()} == {("done", 1)}  # one attempt each, all kept
