@@ -16,8 +16,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import feedparser
-
 from feedsync import timestamps
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
@@ -152,6 +150,15 @@ def _without_impossible_characters(body: bytes) -> bytes:
     return _CHARACTER_REFERENCE.sub(_character_or_nothing, body)
 
 
+def _feedparser_module() -> Any:  # feedparser has no type hints
+    """feedparser, imported when a document is first parsed, not with this module: it
+    costs ~20 ms of CPU here (~0.2 s on a Pi 3) and a cron run whose feeds all answer
+    304 parses nothing (bench scenario 7)."""
+    import feedparser
+
+    return feedparser
+
+
 def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
     """feedparser.parse, which itself crashes on some garbage in an XML declaration (a
     non-UTF-8 byte or a NUL in the encoding name, found by the fuzz test). Such a feed
@@ -161,6 +168,7 @@ def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
     if content_type:
         headers["content-type"] = content_type
     body = _without_impossible_characters(body)
+    feedparser = _feedparser_module()
     try:
         return feedparser.parse(body, response_headers=headers)
     except Exception as first:  # feedparser's own bug on hostile input
@@ -197,7 +205,7 @@ def parse_feed(
         if not result.get("version"):
             raise NotAFeed(f"not a feed ({problem or 'no RSS or Atom found'})")
         exc = result.get("bozo_exception")
-        if problem and not isinstance(exc, feedparser.CharacterEncodingOverride):
+        if problem and not isinstance(exc, _feedparser_module().CharacterEncodingOverride):
             # recognisably a feed, but broken before any entry could be read
             raise NotAFeed(f"malformed feed, no entry readable ({problem})")
 
