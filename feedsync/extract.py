@@ -21,7 +21,7 @@ import multiprocessing
 import re
 import signal
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import Any
@@ -40,11 +40,14 @@ MIN_TEXT_CHARS = 50
 
 
 class ExtractError(Exception):
-    """The page gave no article; ``str()`` is the reason, ``permanent`` means do not retry."""
+    """The page gave no article; ``str()`` is the reason, ``permanent`` means do not retry,
+    ``crashed``: the worker process died (or could not start), whether of the page or of
+    a signal sent to the whole process group."""
 
-    def __init__(self, reason: str, *, permanent: bool = False):
+    def __init__(self, reason: str, *, permanent: bool = False, crashed: bool = False):
         super().__init__(reason)
         self.permanent = permanent
+        self.crashed = crashed
 
 
 # ---------------------------------------------------------------- worker side
@@ -96,19 +99,25 @@ _META_CHARSET = re.compile(
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 
 
-def page_encoding(body: bytes, content_type: str | None) -> str | None:
-    """The encoding to decode a page with, or None to leave it to trafilatura's detection.
+def decoded(body: bytes, content_type: str | None) -> str | bytes:
+    """The page as text, or its bytes to leave the encoding to trafilatura's detection.
 
-    Valid UTF-8 is UTF-8 (the commonest mislabel is UTF-8 served as ISO-8859-1). Otherwise
-    the charsets the page declares in <meta> (its author's word), then the server's
-    Content-Type charset (often a server default), each only if the bytes decode with it
-    without error; with none declared, trafilatura guesses from the bytes.
-    """
+    Valid UTF-8 is UTF-8 (the commonest mislabel is UTF-8 served as ISO-8859-1): decoded
+    here once, as trafilatura would (it tries UTF-8 first), and not again by it.
+    Otherwise :func:`page_encoding`."""
     try:
-        body.decode("utf-8")
-        return None  # trafilatura takes the UTF-8 path itself
+        return body.decode("utf-8")
     except UnicodeDecodeError:
-        pass
+        encoding = page_encoding(body, content_type)
+    return body.decode(encoding) if encoding else body
+
+
+def page_encoding(body: bytes, content_type: str | None) -> str | None:
+    """The encoding to decode a page that is not UTF-8 with, or None to leave it to
+    trafilatura's detection: the charsets the page declares in <meta> (its author's
+    word), then the server's Content-Type charset (often a server default), each only if
+    the bytes decode with it without error; with none declared, trafilatura guesses from
+    the bytes."""
     declared = [m.decode("ascii", "replace") for m in _META_CHARSET.findall(body[:8192])]
     if content_type:
         declared += _HEADER_CHARSET.findall(content_type)
@@ -158,8 +167,7 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
     """Extract one page (runs in a worker process). Raises ExtractError."""
     import trafilatura  # here, not at the top: only workers pay for it
 
-    encoding = page_encoding(html, content_type)
-    page = without_control_references(html.decode(encoding) if encoding else html)
+    page = without_control_references(decoded(html, content_type))
     try:
         with _deadline(timeout):
             tree = trafilatura.load_html(page)
@@ -205,8 +213,67 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
 
 
 def _warm_up() -> None:
-    """Worker initializer: import trafilatura before the first page arrives."""
+    """Worker initializer: import trafilatura before the first page arrives.
+
+    Ctrl-C reaches every process of the terminal's foreground group, workers included:
+    the parent decides what a stop means (it gives the pages back and kills the pool),
+    so a worker ignores SIGINT instead of printing a KeyboardInterrupt traceback. It is
+    already blocked from the worker's birth (:func:`_start_forkserver`); ignored too, for
+    a forkserver this module did not start. SIGTERM keeps its default: the pool ends
+    broken workers with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import trafilatura  # noqa: F401
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver (if it is not running) with SIGINT blocked, from the thread
+    that calls this.
+
+    A blocked signal stays blocked across fork and exec: the forkserver, the resource
+    tracker it starts and every worker it forks are born with SIGINT blocked, before any
+    of their Python code runs. A Ctrl-C while they start (the forkserver imports for a
+    noticeable while on a Pi) killed the forkserver with a KeyboardInterrupt traceback,
+    and the pages waiting for it failed with EOFError. The forkserver ignores SIGINT
+    itself once its loop runs; that was too late."""
+    from multiprocessing import forkserver
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _outcome(future: Future[Article]) -> asyncio.Future[Article]:
+    """An asyncio future with the outcome of a pool's ``future``, which, unlike
+    ``asyncio.wrap_future``, does not cancel the pool's future when it is cancelled.
+
+    A cancelled page (a stop) stays the pool's until the pool is killed, and a page of a
+    killed pool must not be cancelled: Python 3.11's pool then sets BrokenProcessPool on
+    the cancelled future, dies of InvalidStateError in its manager thread (a traceback
+    on stderr) before it closes its call queue, and the next interpreter exit hung for
+    good waiting on the queue's feeder thread, stuck writing a page to a pipe that no
+    worker reads any more."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[Article] = loop.create_future()
+
+    def settle() -> None:
+        if waiter.done():
+            return  # cancelled: nobody waits for this page any more
+        if future.cancelled():
+            waiter.cancel()
+        elif (error := future.exception()) is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(future.result())
+
+    def done(_: Future[Article]) -> None:  # in the pool's manager thread
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                loop.call_soon_threadsafe(settle)
+
+    future.add_done_callback(done)
+    return waiter
 
 
 # ---------------------------------------------------------------- parent side
@@ -219,7 +286,7 @@ class Extractor:
         self._workers = workers
         self._timeout = timeout
         self._pool: ProcessPoolExecutor | None = None
-        self._submitted = False  # the forkserver has been started (by a first submit)
+        self._submitted = False  # this pool's workers have been started (by a first submit)
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -237,37 +304,52 @@ class Extractor:
             )
         return self._pool
 
+    def _first_submit(
+        self, pool: ProcessPoolExecutor, html: bytes, url: str, content_type: str | None
+    ) -> Future[Article]:
+        _start_forkserver()
+        return pool.submit(extract_html, html, url, self._timeout, content_type)
+
     async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
         pool = self._ensure_pool()
-        if self._submitted:
-            future = pool.submit(extract_html, html, url, self._timeout, content_type)
-        else:
-            # The first submit starts the forkserver (a fresh interpreter) and waits for
-            # it: a noticeable stall on a Pi or a busy machine, during which the event
-            # loop would stand still (every request due to start, and with them the
-            # per-host spacing shared with other pollers).
-            future = await asyncio.to_thread(
-                pool.submit, extract_html, html, url, self._timeout, content_type
-            )
-            self._submitted = True
+        try:
+            if self._submitted:
+                future = pool.submit(extract_html, html, url, self._timeout, content_type)
+            else:
+                # The first submit of a pool starts its workers, and the first of all
+                # the forkserver (a fresh interpreter), and waits for them: a noticeable
+                # stall on a Pi or a busy machine, during which the event loop would
+                # stand still (every request due to start, and with them the per-host
+                # spacing shared with other pollers).
+                future = await asyncio.to_thread(self._first_submit, pool, html, url, content_type)
+                self._submitted = True
+        except (OSError, EOFError) as exc:  # the forkserver died (a signal to the group)
+            self._discard(pool)
+            raise ExtractError(
+                f"the extraction worker could not start: {exc}", crashed=True
+            ) from None
         try:
             # The worker stops itself at the timeout; the margin covers a worker that
             # cannot (stuck inside C code), which is then killed with its pool.
-            return await asyncio.wait_for(asyncio.wrap_future(future), self._timeout * 2 + 10)
+            return await asyncio.wait_for(_outcome(future), self._timeout * 2 + 10)
         except TimeoutError:
             self._discard(pool)
             raise ExtractError(f"extraction took longer than {self._timeout:g}s") from None
         except BrokenProcessPool:
             self._discard(pool)
-            raise ExtractError("the extraction worker crashed on this page") from None
+            raise ExtractError("the extraction worker crashed on this page", crashed=True) from None
 
     def _discard(self, pool: ProcessPoolExecutor) -> None:
-        """Kill a pool that is stuck or broken; the next page starts a fresh one."""
+        """Kill a pool that is stuck or broken; the next page starts a fresh one.
+
+        Its pages are not cancelled (see :func:`_outcome`): the pool fails them with
+        BrokenProcessPool once its workers are dead, which nobody awaits any more."""
         if self._pool is pool:
             self._pool = None
+            self._submitted = False
         # A broken pool has already set its _processes to None.
         processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=False)
         for process in processes:
             with contextlib.suppress(Exception):
                 process.kill()
@@ -280,6 +362,7 @@ class Extractor:
             else:
                 self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+            self._submitted = False
 
     @property
     def started(self) -> bool:

@@ -75,6 +75,8 @@ from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, S
 P = ParamSpec("P")
 T = TypeVar("T")
 
+# how long a worker's crash waits to be judged: a stop signal it died of is known by then
+CRASH_GRACE = 1.0
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 
 
@@ -662,6 +664,12 @@ class Pass:
             else:
                 await self._record_extract_failure(job, str(exc), exc.permanent)
         except ExtractError as exc:
+            if exc.crashed and not self.stopping:
+                # A signal to the whole process group (Ctrl-C, systemd stopping the
+                # service) kills the workers the instant it reaches feedsync, whose own
+                # handler may run a moment after the dead worker is noticed: the crash
+                # is judged once that moment has passed (a stop then gives the page back).
+                await asyncio.sleep(CRASH_GRACE)
             await self._record_extract_failure(job, str(exc), exc.permanent)
         else:
             await self._host_answered(host)
@@ -684,6 +692,13 @@ class Pass:
         self.progress.article_done()
 
     async def _record_extract_failure(self, job: ArticleJob, error: str, permanent: bool) -> None:
+        if self.stopping:
+            # A failure met while the pass stops is the stop's doing, not the page's: a
+            # signal to the whole process group (Ctrl-C, systemd's SIGTERM) reaches the
+            # extraction workers and the forkserver too. The article goes back to the
+            # queue as it was, no attempt spent.
+            await self._on_lane(self.storage.release_job, job.id, self.owner)
+            return
         outcome = decide.after_failure(
             job.attempts,
             error,

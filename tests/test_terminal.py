@@ -46,6 +46,8 @@ def test_clean_drops_every_control_character_and_keeps_the_text() -> None:
     assert terminal.clean(every, one_line=True) == "   "
     text = "Ünïcödé, 東京, emoji 🎉, NBSP\u00a0and ÿ stay as they are"
     assert terminal.clean(text) is text  # nothing to do: no copy either
+    article = "First paragraph.\n\tSecond paragraph.\n"
+    assert terminal.clean(article) is article  # lines and tabs stay: no copy of a page
 
 
 def test_clean_keeps_lines_in_text_and_makes_one_line_of_a_title() -> None:
