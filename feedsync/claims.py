@@ -75,6 +75,11 @@ class FeedClaims:
                 await self._claim_asked()
         return self._hand_out(feed.id)
 
+    @property
+    def refused(self) -> frozenset[int]:
+        """The feeds refused so far: another process held them, or had them locked."""
+        return frozenset(self._refused)
+
     def _settled(self, feed_id: int) -> bool:
         return feed_id in self._held or feed_id in self._refused
 
