@@ -17,17 +17,19 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import multiprocessing
 import re
 import signal
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from feedsync.records import Article
 from feedsync.terminal import clean
+
+if TYPE_CHECKING:
+    # The pool's modules (multiprocessing, pickle: ~2.5 ms) are imported when a pass has
+    # something to extract (Extractor._ensure_pool), not by every run that imports this.
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Recycle a worker after this many pages: bounds slow leaks in lxml/trafilatura caches.
 TASKS_PER_WORKER = 200
@@ -292,6 +294,9 @@ class Extractor:
         if self._pool is None:
             # forkserver: workers are forked from a clean single-threaded server, never
             # from this process with its threads and open database.
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("forkserver")
             # No forkserver preload of trafilatura: the workers would share its pages, but
             # the server lives as long as the daemon, so an idle daemon would keep ~20 MB
@@ -311,6 +316,8 @@ class Extractor:
         return pool.submit(extract_html, html, url, self._timeout, content_type)
 
     async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
+        from concurrent.futures.process import BrokenProcessPool
+
         pool = self._ensure_pool()
         try:
             if self._submitted:
