@@ -796,8 +796,16 @@ def _storage_lines(where: StorageStatus, room: int) -> list[str]:
     from feedsync import terminal as t
 
     assert where.snapshot is not None
-    taken = t.short_time(where.snapshot_at, "none yet")
     unsaved = where.unsaved_changes or 0
+    changes = t.plural(unsaved, "change")
+    if where.snapshot_at is None:  # never saved: nothing is "since" anything
+        saved = "never, " + (f"{changes} not on the card yet" if unsaved else "nothing to save yet")
+    else:
+        saved = f"{t.short_time(where.snapshot_at)}, " + (
+            f"{changes} since, not on the card yet"
+            if unsaved
+            else "nothing since: the card is current"
+        )
     ram = (
         f" ({t.size(where.live_bytes)} of {t.size(where.ram_budget or 0)}, "
         f"{t.size(where.ram_disk_free or 0)} free)"
@@ -806,9 +814,14 @@ def _storage_lines(where: StorageStatus, room: int) -> list[str]:
     lines = [
         f"live       {t.cut_middle(where.live, room - 11 - len(ram))}{ram}",
         f"card       {t.cut_middle(where.snapshot, room - 11 - len(card))}{card}",
-        f"saved      {taken}, "
-        + (f"{unsaved} changes since" if unsaved else "nothing since: the card is current"),
+        f"saved      {saved}",
     ]
+    if where.card_behind:  # the notes said "saved"; the card says otherwise
+        lines.append(
+            t.paint("CARD BEHIND", "red")
+            + " "
+            + t.cut(f"{where.card_behind}: the next save fills it", room - 12)
+        )
     for problem in where.nearly_full:
         lines.append(t.paint("NEARLY FULL", "red") + f" {problem}")
     if where.not_taking:

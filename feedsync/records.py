@@ -283,6 +283,9 @@ class StorageStatus:
     nearly_full: tuple[str, ...] = ()  # one line each: what is close to full, and why
     not_taking: str | None = None  # why no new entries are taken now (None: they are)
     card_read_only: str | None = None  # why nothing can be saved now (None: it can)
+    # the card lacks saves made to it: "begun anew after 3 saves to the one before" (a
+    # damaged one set aside), "an older copy (save 2 of 3)"; None: it holds them all
+    card_behind: str | None = None
 
 
 @dataclass(frozen=True)

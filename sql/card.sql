@@ -136,6 +136,14 @@ INSERT OR REPLACE INTO hosts SELECT * FROM live.hosts EXCEPT SELECT * FROM hosts
 -- name: card_live_meta
 SELECT key, value FROM live.meta;
 
+-- name: live_card_meta
+-- feedsync status: what the card database itself says it holds (its own saves), read
+-- beside the live database's notes of them: the two differ when the card was begun anew
+-- (a damaged one set aside) or an older copy was put back.
+SELECT key, value FROM card.meta
+ WHERE key IN ('lineage', 'snapshot_seq', 'snapshot_at', 'snapshot_content_version',
+               'saved_from');
+
 -- ---------------------------------------------------------------- the search index
 
 -- name: card_unindexed

@@ -726,6 +726,58 @@ def test_status_shows_where_the_data_is_and_how_full(fs_card: FeedsyncEnv, site:
     assert data["articles"]["total"] == 2
 
 
+def test_status_on_a_new_database_says_never_saved_in_one_voice(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A brand-new database was never saved: not "saved none yet, 1 changes since"."""
+    fs_card.configure([])
+    text = fs_card.run("status").stdout
+    assert "saved      never, nothing to save yet" in text, text
+    assert "the card is current" not in text and "since" not in text.split("saved")[1]
+    fs_card.configure([site.feed("f.xml", [])])  # a listed feed is a change to save
+    text = fs_card.run("status").stdout
+    assert "saved      never, 1 change not on the card yet" in text, text
+    assert "1 changes" not in text
+    fs_card.run("run")
+    text = fs_card.run("status").stdout
+    assert re.search(r"saved      20\S+ \S+Z, nothing since: the card is current", text), text
+    fs_card.run("add", site.feed("g.xml", []))  # the feed and its first poll
+    assert "2 changes since, not on the card yet" in fs_card.run("status").stdout
+
+
+def test_status_tells_a_card_begun_anew_under_a_living_ram_disk_and_the_next_run_fills_it(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """The card is damaged while the live database lives on: the damaged card is set
+    aside and an empty one begun. status said "saved 21:03Z, nothing since: the card is
+    current" about an empty card, and no save ever came (nothing "changed"). Now it says
+    the card was never saved and why, and the next run writes everything to it."""
+    first_run(fs_card, site, 2)
+    card = fs_card.snapshot_path
+    assert card is not None
+    card.write_bytes(b"garbage" * 1000)
+
+    done = fs_card.run("status")
+    assert "is damaged (" in done.stderr and "set aside as" in done.stderr
+    assert "saved      never, " in done.stdout and " not on the card yet" in done.stdout
+    assert "the card is current" not in done.stdout
+    assert "CARD BEHIND begun anew after 1 save to the one before: the next save fills it" in (
+        done.stdout
+    )
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    data = json.loads(fs_card.run("status", "--json").stdout)["storage"]
+    assert data["snapshot_at"] is None and data["unsaved_changes"] > 0
+    assert data["card_behind"] == "begun anew after 1 save to the one before"
+
+    fs_card.run("run")  # the feed has nothing new (304): a save all the same
+    assert saved_news(fs_card) == {(u, t) for u, t in seen_news(fs_card)} != set()
+    with sqlite3.connect(f"file:{card}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT url FROM feeds").fetchall() == [(site.url("/feeds/f.xml"),)]
+    text = fs_card.run("status").stdout
+    assert "nothing since: the card is current" in text and "CARD BEHIND" not in text
+    assert json.loads(fs_card.run("status", "--json").stdout)["storage"]["card_behind"] is None
+
+
 def test_status_says_when_the_ram_budget_is_nearly_used(fs_card: FeedsyncEnv, site: Site) -> None:
     first_run(fs_card, site, 2)
     fs_card.configure(storage={"ram_budget": "100KB"})  # less than the live file itself

@@ -500,6 +500,11 @@ class Card:
                     )
                 seq = card_seq  # this database's own save, whose bookkeeping was lost
                 live["snapshot_content_version"] = card.get("snapshot_content_version", "-1")
+            elif card_seq < seq:
+                # The card lacks saves this live database made to it (begun anew after a
+                # damaged one was set aside, or an older copy put back): what it holds is
+                # what it says it holds, and the rest is written now, not "unchanged".
+                live["snapshot_content_version"] = card.get("snapshot_content_version", "-1")
             if not force and live["content_version"] == live["snapshot_content_version"]:
                 return Saved(
                     False, seq, live["content_version"], card.get("snapshot_at", ""), 0, 0,
@@ -1034,6 +1039,30 @@ def _refuse_overwrite(
             f"{live} is newer than {path} ({plural(max(unsaved, 0), 'change')} not on the card): "
             "'feedsync snapshot' saves them; --force replaces it (kept as .before-restore)"
         )
+
+
+def what_is_unsaved(live: dict[str, str], card: dict[str, str]) -> tuple[int, str | None]:
+    """For ``feedsync status``: how many changes of the live database the card database
+    lacks, and, when the card holds fewer saves than the live database made to it, why
+    (None otherwise). Judged by what the card itself holds, not only by the live
+    database's notes: a card begun anew after a damaged one was set aside holds none of
+    them, though the notes still say "saved"."""
+    content = int(live.get("content_version", "0"))
+    noted = int(live.get("snapshot_content_version", "-1"))
+    live_seq = int(live.get("snapshot_seq", "0"))
+    card_seq = int(card.get("snapshot_seq", "0"))
+    if card.get("lineage") != live.get("lineage") or card_seq == live_seq:
+        return max(content - noted, 0), None
+    held = int(card.get("snapshot_content_version", "-1"))
+    if card_seq > live_seq:  # its own save whose note was lost, or another copy's
+        own = card.get("saved_from") == live.get("live_id")
+        return max(content - (held if own else noted), 0), None
+    why = (
+        f"begun anew after {plural(live_seq, 'save')} to the one before"
+        if card_seq == 0
+        else f"an older copy (save {card_seq} of {live_seq})"
+    )
+    return max(content - held, 0), why
 
 
 def newest_article(conn: sqlite3.Connection, schema: str) -> int | None:

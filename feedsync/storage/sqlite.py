@@ -534,17 +534,19 @@ class SQLiteStorage(SQLStorage):
                 f"{card.budget / 1e6:.1f} MB budget, {card.disk.free / 1e6:.1f} MB free of "
                 f"{card.disk.size / 1e6:.1f} MB"
             )
-        unsaved = int(meta["content_version"]) - int(meta["snapshot_content_version"])
+        card_meta = {str(r["key"]): str(r["value"]) for r in self._read("live_card_meta")}
+        unsaved, behind = cards.what_is_unsaved(meta, card_meta)
         return StorageStatus(
             engine="sqlite",
             live=str(self.path),
             live_bytes=ram.used,
             snapshot=str(self.card_path),
             snapshot_bytes=card.used,
-            snapshot_at=(meta.get("snapshot_at") or None)
-            if int(meta.get("snapshot_seq", "0"))
+            # the card's own time: a card begun anew was never saved, whatever the notes say
+            snapshot_at=(card_meta.get("snapshot_at") or None)
+            if int(card_meta.get("snapshot_seq", "0"))
             else None,
-            unsaved_changes=max(unsaved, 0),
+            unsaved_changes=unsaved,
             ram_budget=ram.budget,
             ram_disk_size=ram.disk.size,
             ram_disk_free=ram.disk.free,
@@ -554,6 +556,7 @@ class SQLiteStorage(SQLStorage):
             nearly_full=tuple(nearly),
             not_taking=budget.ram_full(ram),
             card_read_only=cards.why_read_only(self.card_path),
+            card_behind=behind,
         )
 
     # ------------------------------------------------------------ the user's commands
