@@ -31,7 +31,7 @@ from feedsync import config as config_module
 
 if TYPE_CHECKING:
     from feedsync.config import Config
-    from feedsync.records import FeedHealth, NewsItem, StorageStatus
+    from feedsync.records import FeedHealth, NewsItem, StagedEntry, StorageStatus
     from feedsync.storage import Storage
 
 EXIT_OK = 0
@@ -99,6 +99,9 @@ def _global_options(parser: argparse.ArgumentParser, *, main: bool) -> None:
         **default,
     )
 
+
+# news --state: the user's names of news_summary.state (records.STATE_NAMES)
+ENTRY_STATES = {"pending": "new", "failed": "failed", "given-up": "gone"}
 
 SEARCH_SYNTAX = """\
 query syntax:
@@ -186,7 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     status = command("status", "is it working? daemon, feeds, queue, data")
     status.add_argument("--json", action="store_true", help="print it as JSON")
 
-    news = command("news", "the newest articles")
+    news = command(
+        "news",
+        "the newest articles (or the entries whose article is pending, failed, given up)",
+        "The newest articles. With --state, the entries whose article is not there: "
+        "pending (not fetched yet), failed (tried again later) or given-up, each with "
+        "its reason, attempts and next try.",
+    )
     news.add_argument(
         "--since",
         type=_since,
@@ -196,6 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     news.add_argument("--feed", metavar="URL|ID", help="only from this feed (its URL or id)")
     news.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
+    news.add_argument(
+        "--state",
+        choices=("extracted", *ENTRY_STATES),
+        default="extracted",
+        help="extracted: the articles (default); pending, failed, given-up: the entries "
+        "whose article is not there, and why",
+    )
     news.add_argument("--json", action="store_true", help="print them as JSON")
     show = command(
         "show",
@@ -601,31 +617,51 @@ def cmd_remove(args: argparse.Namespace, config: Config) -> int:
 
 
 def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
-    """ok / not polled yet / retrying / FAILING / DISABLED, with the reason."""
+    """ok / not polled yet / retrying / FAILING / DISABLED, with the reason; a feed
+    that polls fine while none of its articles arrives is not "ok": ARTICLES FAILING."""
     if not feed.enabled:
         return f"DISABLED: {feed.disabled_reason}"
     if feed.error_count >= failing_after:
         return f"FAILING ({feed.error_count} in a row): {feed.last_error}"
     if feed.error_count:
         return f"retrying ({feed.error_count} failed in a row): {feed.last_error}"
+    if feed.articles_in_trouble:
+        return "ARTICLES FAILING: " + (articles_line(feed) or "")
     if feed.last_poll_at is None:
         return "not polled yet"
     return "ok"
 
 
+def articles_line(feed: FeedHealth) -> str | None:
+    """ "20 failing; this week none extracted: cannot resolve 10e.org", "this week 2
+    given up, 14 extracted: ..."; None when none of its articles fails."""
+    if not (feed.articles_failing or feed.articles_given_up_week):
+        return None
+    week = [f"{feed.articles_given_up_week} given up"] if feed.articles_given_up_week else []
+    week.append(f"{feed.articles_extracted_week or 'none'} extracted")
+    line = f"this week {', '.join(week)}"
+    if feed.articles_failing:
+        line = f"{feed.articles_failing} failing; {line}"
+    if feed.articles_last_error:
+        line += f": {feed.articles_last_error}"
+    return line
+
+
 def _is_failing(feed: FeedHealth, failing_after: int) -> bool:
-    return not feed.enabled or feed.error_count >= failing_after
+    return not feed.enabled or feed.error_count >= failing_after or feed.articles_in_trouble
 
 
 def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     import json
     from dataclasses import asdict
+    from datetime import timedelta
 
     from feedsync import terminal as t
+    from feedsync import timestamps
 
     storage = _open(config)
     try:
-        feeds = storage.feed_health()
+        feeds = storage.feed_health(week_ago=timestamps.to_iso(timestamps.now() - timedelta(7)))
     finally:
         storage.close()
     failing_after = config.poll.failing_after
@@ -640,6 +676,7 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
                         # '' is the database's "none yet"; JSON says none with null
                         "latest_published": f.latest_published or None,
                         "health": feed_health_line(f, failing_after),
+                        "articles_in_trouble": f.articles_in_trouble,
                     }
                     for f in feeds
                 ],
@@ -667,6 +704,9 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
             "green" if health == "ok" else "red" if _is_failing(feed, failing_after) else ("yellow")
         )
         print("    " + t.paint(t.cut(health, room - 4), colour))
+        articles = articles_line(feed)
+        if articles and not health.startswith("ARTICLES FAILING"):
+            print("    " + t.paint(t.cut(f"articles: {articles}", room - 4), "yellow"))
         if feed.last_warning and feed.enabled:
             print("    " + t.cut(f"warning: {feed.last_warning}", room - 4))
         latest = t.short_time(feed.latest_published, "none")
@@ -677,6 +717,8 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
                 room,
             )
         )
+    if any(articles_line(f) for f in feeds):
+        print(t.cut("which articles fail, and why: feedsync news --state failed [--feed ID]", room))
     return EXIT_OK
 
 
@@ -852,9 +894,17 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
     storage = _open(config)
     try:
         feed_id = _feed_ref(storage, args.feed)[0] if args.feed else None
-        items = storage.news_list(args.since or "", feed_id, args.limit)
+        if args.state != "extracted":
+            entries = storage.entries_in_state(
+                ENTRY_STATES[args.state], args.since or "", feed_id, args.limit
+            )
+        else:
+            items = storage.news_list(args.since or "", feed_id, args.limit)
+            others = "" if items or args.json else _not_there(storage, args.since, feed_id)
     finally:
         storage.close()
+    if args.state != "extracted":
+        return _print_entries(args, config, entries)
     if args.json:
         print(
             json.dumps(
@@ -864,7 +914,7 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
         )
         return EXIT_OK
     if not items:
-        print("no articles" + (" in that time" if args.since else " yet"))
+        print("no articles" + (" in that time" if args.since else " yet") + others)
         return EXIT_OK
     room = t.width()
     for item in items:
@@ -874,15 +924,127 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
+def _not_there(storage: Storage, since: str | None, feed_id: int | None) -> str:
+    """Where ``news`` found no article: the entries whose article is not there, so "no
+    articles yet" never hides 20 failing ones (", but 20 failed: 'feedsync news --state
+    failed'")."""
+    found = []
+    for name, state in ENTRY_STATES.items():
+        count = len(storage.entries_in_state(state, since or "", feed_id, 100))
+        if count:
+            found.append((f"{count if count < 100 else '100+'} {name}", name))
+    if not found:
+        return ""
+    states = "|".join(name for _, name in found)
+    return f", but {', '.join(n for n, _ in found)}: 'feedsync news --state {states}'"
+
+
+def _entry_json(entry: StagedEntry) -> dict[str, Any]:
+    from feedsync.records import STATE_NAMES
+
+    return {
+        "entry_id": entry.id,
+        "url": entry.url,
+        "title": entry.title,
+        "published": entry.published,
+        "first_seen_at": entry.first_seen_at,
+        "state": STATE_NAMES[entry.state],
+        "attempts": entry.attempts,
+        "next_attempt_at": entry.next_attempt_at,
+        "last_error": entry.last_error,
+        "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in entry.feeds],
+    }
+
+
+def entry_state_line(entry: StagedEntry, max_attempts: int) -> str:
+    """Where an article that is not there stands: "failed 3 times (of 5), next try
+    2026-11-23 14:05Z", "given up after 5 attempts", "not fetched yet"."""
+    from feedsync import terminal as t
+
+    if entry.state == "gone":
+        return f"given up after {t.plural(entry.attempts, 'attempt')}: not tried again"
+    if entry.state == "failed":
+        return (
+            f"failed {t.plural(entry.attempts, 'time')} (of {max_attempts}), next try "
+            f"{t.short_time(entry.next_attempt_at, 'with the next run')}"
+        )
+    return "not fetched yet: with the next run or daemon tick"
+
+
+def _print_entries(args: argparse.Namespace, config: Config, entries: list[StagedEntry]) -> int:
+    """``news --state pending|failed|given-up``: every entry, its feed and URL, where it
+    stands and why (the full list that a run's grouped problem lines stand for)."""
+    import json
+
+    from feedsync import terminal as t
+
+    if args.json:
+        print(json.dumps([_entry_json(e) for e in entries], ensure_ascii=False))
+        return EXIT_OK
+    if not entries:
+        where = " in that time" if args.since else ""
+        where += " from that feed" if args.feed else ""
+        print(f"no {args.state} articles{where}")
+        return EXIT_OK
+    room = t.width()
+    for entry in entries:
+        when = t.short_time(entry.published or entry.first_seen_at)
+        print(t.cut(f"{when}  {t.clean(entry.title, one_line=True)}", room))
+        feed = ", ".join(title or url for _, url, title in entry.feeds) or "-"
+        print(t.paint(t.cut_middle(f"      {feed} · {entry.url}", room), "dim"))
+        state = entry_state_line(entry, config.extract.max_attempts)
+        print(t.cut(f"      {state}", room))
+        if entry.last_error:
+            reason = t.clean(entry.last_error, one_line=True)
+            print(t.paint(t.cut(f"      {reason}", room), "yellow"))
+    return EXIT_OK
+
+
+def _show_entries(args: argparse.Namespace, config: Config, entries: list[StagedEntry]) -> int:
+    """``show URL`` for an entry whose article is not there: where it stands and its
+    history (attempts, last error, next try, the feeds it came from)."""
+    import json
+
+    from feedsync import terminal as t
+
+    if args.json:
+        # the newest (one URL under several titles is rare): one object, as for an article
+        print(json.dumps(_entry_json(entries[0]), ensure_ascii=False))
+        return EXIT_OK
+    blocks = []
+    for entry in entries:
+        lines = [
+            t.clean(entry.title, one_line=True),
+            "state      no article: " + entry_state_line(entry, config.extract.max_attempts),
+        ]
+        if entry.last_error:
+            lines.append(f"last error {entry.last_error}")
+        lines.append(f"published  {t.short_time(entry.published, 'unknown')}")
+        lines += [f"feed       {title or url}" for _, url, title in entry.feeds]
+        lines.append(f"url        {entry.url}")
+        lines.append(f"first seen {t.short_time(entry.first_seen_at)} · entry {entry.id}")
+        blocks.append("\n".join(t.clean(line, one_line=True) for line in lines))
+    print("\n\n".join(blocks))
+    return EXIT_OK
+
+
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
     import json
     from dataclasses import asdict
 
     from feedsync import terminal as t
+    from feedsync.canonical import canonical_url
 
     storage = _open(config)
     try:
-        item = _article_ref(storage, args.article)
+        try:
+            item = _article_ref(storage, args.article)
+        except UsageError:  # no article: an entry still pending, failing or given up?
+            url = canonical_url(args.article) if not args.article.isdigit() else None
+            entries = storage.entries_by_url(url) if url else []
+            if not entries:
+                raise
+            return _show_entries(args, config, entries)
         feeds = storage.news_feeds(item.id)
         revisions, duplicates = storage.news_links(item.id)
     finally:

@@ -234,6 +234,42 @@ class FeedHealth:
     moved_from: str | None = None
     category: str | None = None  # the OPML folder it came from, "News/World"
     next_poll_at: str | None = None
+    # Its articles (a feed can poll fine while every page it links to fails): entries
+    # waiting for their first fetch, failing (to be retried), and of its entries first
+    # seen in the last week, those given up and those extracted.
+    articles_pending: int = 0
+    articles_failing: int = 0
+    articles_given_up_week: int = 0
+    articles_extracted_week: int = 0
+    articles_last_error: str | None = None  # the newest failing or given-up one's reason
+
+    @property
+    def articles_in_trouble(self) -> bool:
+        """Its articles all fail: of its entries of the last week, some failed or were
+        given up and none was extracted."""
+        troubled = self.articles_failing + self.articles_given_up_week
+        return troubled > 0 and self.articles_extracted_week == 0
+
+
+# news_summary.state as the commands name it: 'new' is waiting for its first fetch
+STATE_NAMES = {"new": "pending", "failed": "failed", "gone": "given-up"}
+
+
+@dataclass(frozen=True)
+class StagedEntry:
+    """An entry whose article is not there (yet): pending, failed (to be retried) or
+    given up; what ``news --state`` lists and ``show`` tells about it."""
+
+    id: int  # news_summary.id (not an article id)
+    url: str
+    title: str
+    published: str | None
+    first_seen_at: str
+    state: str  # 'new', 'failed', 'gone' (news_summary.state)
+    attempts: int
+    next_attempt_at: str | None
+    last_error: str | None
+    feeds: tuple[tuple[int, str, str | None], ...] = ()  # (id, url, title) that carry it
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,61 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
  WHERE coalesce(published, fetched_at) >= :since
    AND id NOT IN (SELECT id FROM main.news)
  ORDER BY id;
+
+-- ---------------------------------------------------------------- entries without articles
+-- (news --state, show, feeds): pending ('new'), failed and given up ('gone'). The queue
+-- ('new', 'failed') is in the live database only; given-up rows may be on the card.
+
+-- name: entries_in_state
+-- Newest first; :feed_id NULL for every feed; :since on the entry's date, else when
+-- first seen. Each side read through its index on (state, id).
+SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
+       last_error
+  FROM (SELECT * FROM main.news_summary WHERE state = :state
+        UNION ALL
+        SELECT * FROM card.news_summary
+         WHERE state = :state AND id NOT IN (SELECT id FROM main.news_summary)) AS s
+ WHERE coalesce(s.published, s.first_seen_at) >= :since
+   AND (:feed_id IS NULL
+        OR s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id))
+ ORDER BY s.id DESC
+ LIMIT :limit;
+
+-- name: entries_by_url
+-- show URL: the entries of a URL that have no article (one URL, several titles: all).
+SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
+       last_error
+  FROM news_summary_all
+ WHERE url = :url AND state IN ('new', 'failed', 'gone')
+ ORDER BY id DESC;
+
+-- name: entry_feeds
+SELECT f.id, f.url, f.title
+  FROM feeds AS f
+ WHERE f.id IN (SELECT feed_id FROM feed_entries_all WHERE summary_id = :id)
+ ORDER BY f.id;
+
+-- name: feed_articles
+-- feedsync feeds: per feed, its entries waiting (new), failing, and of those first seen
+-- since :week_ago, given up and extracted (revisions are never fetched: not counted).
+-- The live database holds the queue and the last 8 days of entries with their links,
+-- so on SQLite this reads it alone (news_summary and feed_entries unqualified are
+-- main's); on PostgreSQL the tables themselves.
+SELECT fe.feed_id,
+       sum(CASE WHEN s.state = 'new' THEN 1 ELSE 0 END) AS pending,
+       sum(CASE WHEN s.state = 'failed' THEN 1 ELSE 0 END) AS failing,
+       sum(CASE WHEN s.state = 'gone' AND s.first_seen_at >= :week_ago THEN 1 ELSE 0 END)
+           AS given_up_week,
+       sum(CASE WHEN s.state = 'done' AND s.revision_of IS NULL
+                 AND s.first_seen_at >= :week_ago THEN 1 ELSE 0 END) AS extracted_week
+  FROM news_summary AS s JOIN feed_entries AS fe ON fe.summary_id = s.id
+ WHERE s.state IN ('new', 'failed') OR s.first_seen_at >= :week_ago
+ GROUP BY fe.feed_id;
+
+-- name: feed_article_errors
+-- ... and the reasons, newest first (the caller keeps each feed's first).
+SELECT fe.feed_id, s.last_error
+  FROM news_summary AS s JOIN feed_entries AS fe ON fe.summary_id = s.id
+ WHERE s.last_error IS NOT NULL
+   AND (s.state = 'failed' OR (s.state = 'gone' AND s.first_seen_at >= :week_ago))
+ ORDER BY s.id DESC;

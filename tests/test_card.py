@@ -187,6 +187,32 @@ def test_entries_older_than_the_days_kept_leave_ram_and_are_never_staged_again(
     assert store.counts()["entries"] == 11
 
 
+def test_given_up_entries_on_the_card_alone_are_still_listed_once(
+    store: SQLiteStorage, config: StorageConfig, clock: Clock
+) -> None:
+    """`news --state given-up` reads both files: a given-up entry that left RAM with a
+    save is listed from the card, once, with its reason and its feed."""
+    from feedsync.records import FailureOutcome
+
+    ids = stage(store, clock, range(1, 4))
+    now = to_iso(clock.now)
+    jobs = store.claim_articles("A", 0, now, now, to_iso(clock.now + timedelta(minutes=9)), 10)
+    for job in jobs:
+        store.record_extract_failure(job.id, "A", FailureOutcome("gone", 5, None, "HTTP 410"))
+    store.save()
+    clock.now += timedelta(days=9)  # past Keep().live: the settled entries leave RAM
+    stage(store, clock, range(100, 101))
+    store.save()
+    assert live_rows(config, "SELECT count(*) FROM news_summary WHERE state = 'gone'") == [(0,)]
+    gone = store.entries_in_state("gone", "", None, 10)
+    assert [e.id for e in gone] == sorted(ids, reverse=True)
+    assert {(e.last_error, e.attempts, e.feeds[0][1]) for e in gone} == {
+        ("HTTP 410", 5, "https://e.com/f")
+    }
+    assert [e.id for e in store.entries_by_url("https://e.com/2")] == [ids[1]]
+    assert store.entries_in_state("new", "", None, 10)[0].url == "https://e.com/100"
+
+
 def test_ids_never_come_again_after_the_ram_disk_is_lost(
     config: StorageConfig, clock: Clock
 ) -> None:

@@ -24,6 +24,8 @@ from sitegen import Item
 
 from feedsync.localserver import LocalServer
 
+RSS = "application/rss+xml"
+
 JAPANESE = [
     (
         "東京の天気は明日も晴れ",
@@ -166,6 +168,86 @@ def test_feeds_failing_lists_only_the_troubled(fs: FeedsyncEnv, server: LocalSer
     failing = json.loads(fs.run("feeds", "--failing", "--json").stdout)
     assert [f["url"] for f in failing] == [bad]
     assert failing[0]["health"].startswith("FAILING (1 in a row): HTTP 500")
+
+
+# ---------------------------------------------------------------- articles that fail
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on: its pages cannot be reached."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_articles_that_fail_are_listed_shown_and_counted_per_feed(
+    fs: FeedsyncEnv, server: LocalServer
+) -> None:
+    """Every article of a feed fails: `feeds` said "ok", `--failing` "no feeds in
+    trouble", `news --feed` "no articles yet", `show URL` "no article". Now each says
+    so, with the reason, the attempts and the next try, until they are given up."""
+    dead = closed_port()
+    lost = [Item(f"Lost story {n}", f"http://127.0.0.1:{dead}/lost/{n}") for n in range(3)]
+    bad = server.set("/bad.xml", sitegen.rss2("Bad", server.url("/bad.xml"), lost), RSS)
+    page = server.set("/articles/fine", sitegen.article_page("Fine story", "fine"))
+    good = server.set(
+        "/good.xml", sitegen.rss2("Good", server.url("/good.xml"), [Item("Fine story", page)]), RSS
+    )
+    fs.configure([good, bad], extract={"max_attempts": 2})
+    fs.run("run")
+
+    text = fs.run("feeds").stdout
+    assert "    ARTICLES FAILING: 3 failing; this week none extracted: cannot connect" in text
+    assert text.count("    ok\n") == 1 and lines_fit(text)
+    assert "feedsync news --state failed" in text
+    failing = json.loads(fs.run("feeds", "--failing", "--json").stdout)
+    assert [f["url"] for f in failing] == [bad]
+    assert failing[0]["articles_failing"] == 3 and failing[0]["articles_in_trouble"] is True
+    assert failing[0]["articles_last_error"].startswith("cannot connect")
+    fine = json.loads(fs.run("feeds", "--json").stdout)[0]
+    assert (fine["articles_failing"], fine["articles_extracted_week"]) == (0, 1)
+    assert fine["health"] == "ok"
+
+    assert fs.run("news", "--feed", "2").stdout == (
+        "no articles yet, but 3 failed: 'feedsync news --state failed'\n"
+    )
+    text = fs.run("news", "--state", "failed").stdout
+    assert "Lost story 2" in text and "Bad · http://127.0.0.1:" in text
+    assert text.count("failed 1 time (of 2), next try 20") == 3
+    assert text.count("      cannot connect") == 3 and lines_fit(text)
+    listed = json.loads(fs.run("news", "--state", "failed", "--feed", bad, "--json").stdout)
+    assert sorted(e["url"] for e in listed) == sorted(i.link for i in lost)
+    assert {(e["state"], e["attempts"]) for e in listed} == {("failed", 1)}
+    assert all(e["next_attempt_at"] for e in listed)
+    assert all(e["last_error"].startswith("cannot connect") for e in listed)
+    assert listed[0]["feeds"] == [{"id": 2, "url": bad, "title": "Bad"}]
+
+    shown = fs.run("show", lost[0].link).stdout
+    assert shown.splitlines()[0] == "Lost story 0"
+    assert "state      no article: failed 1 time (of 2), next try 20" in shown
+    assert "last error cannot connect" in shown and "feed       Bad" in shown
+    assert json.loads(fs.run("show", lost[0].link, "--json").stdout)["state"] == "failed"
+
+    fs.run("run")  # the second and last attempt: given up
+    assert fs.run("news", "--state", "failed").stdout == "no failed articles\n"
+    gone = json.loads(fs.run("news", "--state", "given-up", "--json").stdout)
+    assert {(e["state"], e["attempts"]) for e in gone} == {("given-up", 2)} and len(gone) == 3
+    shown = fs.run("show", lost[1].link).stdout
+    assert "state      no article: given up after 2 attempts: not tried again" in shown
+    health = json.loads(fs.run("feeds", "--failing", "--json").stdout)[0]["health"]
+    assert health.startswith("ARTICLES FAILING: this week 3 given up, none extracted: cannot")
+
+    other = server.set(  # staged by `add`, fetched by the next run: pending meanwhile
+        "/other.xml",
+        sitegen.rss2("Other", server.url("/other.xml"), [Item("Waiting story", page + "?w")]),
+        RSS,
+    )
+    fs.run("add", other)
+    text = fs.run("news", "--state", "pending").stdout
+    assert "Waiting story" in text and "not fetched yet: with the next run" in text
 
 
 # ---------------------------------------------------------------- add

@@ -30,6 +30,7 @@ from feedsync.records import (
     PollRecord,
     SearchHit,
     SnapshotResult,
+    StagedEntry,
     StorageStatus,
 )
 
@@ -115,7 +116,9 @@ class Storage(Protocol):
         """Delete a feed and its links; its articles stay. False when it was not there."""
         ...
 
-    def feed_health(self) -> list[FeedHealth]: ...
+    def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
+        """Every feed and its polling health; with ``week_ago``, its articles' too."""
+        ...
 
     def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
         """Enabled feeds (only those due by ``due_before`` when given), with their
@@ -249,6 +252,17 @@ class Storage(Protocol):
 
     def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
         """(id, url, title) of the feeds that carried an article."""
+        ...
+
+    def entries_in_state(
+        self, state: str, since: str, feed_id: int | None, limit: int
+    ) -> list[StagedEntry]:
+        """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
+        first (``news --state``)."""
+        ...
+
+    def entries_by_url(self, url: str) -> list[StagedEntry]:
+        """The entries of ``url`` that have no article (``show URL``)."""
         ...
 
     def feed_id(self, ref: str) -> int | None:

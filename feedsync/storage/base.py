@@ -35,6 +35,7 @@ from feedsync.records import (
     PollRecord,
     SearchHit,
     SnapshotResult,
+    StagedEntry,
     StorageStatus,
 )
 
@@ -161,7 +162,21 @@ class SQLStorage:
 
         return self._write(work)
 
-    def feed_health(self) -> list[FeedHealth]:
+    def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
+        """Every feed with its polling health and, when ``week_ago`` is given, its
+        articles' (``feedsync feeds``): pending, failing, given up and extracted."""
+        articles: dict[int, dict[str, Any]] = {}
+        if week_ago is not None:
+            for r in self._read("feed_articles", week_ago=week_ago):
+                articles[r["feed_id"]] = {
+                    "articles_pending": int(r["pending"] or 0),
+                    "articles_failing": int(r["failing"] or 0),
+                    "articles_given_up_week": int(r["given_up_week"] or 0),
+                    "articles_extracted_week": int(r["extracted_week"] or 0),
+                }
+            for r in self._read("feed_article_errors", week_ago=week_ago):
+                found = articles.setdefault(r["feed_id"], {})
+                found.setdefault("articles_last_error", r["last_error"])
         return [
             FeedHealth(
                 id=r["id"],
@@ -180,6 +195,7 @@ class SQLStorage:
                 moved_from=r["moved_from"],
                 category=r["category"],
                 next_poll_at=r["next_poll_at"],
+                **articles.get(r["id"], {}),
             )
             for r in self._read("feed_health")
         ]
@@ -690,6 +706,37 @@ class SQLStorage:
             return []
         found = self._read("news_carried_by", summary_id=rows[0]["summary_id"], news_id=news_id)
         return [(r["id"], r["url"], r["title"]) for r in found]
+
+    def entries_in_state(
+        self, state: str, since: str, feed_id: int | None, limit: int
+    ) -> list[StagedEntry]:
+        """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
+        first, with the feeds that carry them."""
+        rows = self._read(
+            "entries_in_state", state=state, since=since, feed_id=feed_id, limit=limit
+        )
+        return [self._staged(r) for r in rows]
+
+    def entries_by_url(self, url: str) -> list[StagedEntry]:
+        """The entries of ``url`` that have no article (pending, failed, given up)."""
+        return [self._staged(r) for r in self._read("entries_by_url", url=url)]
+
+    def _staged(self, row: Any) -> StagedEntry:
+        feeds = tuple(
+            (r["id"], r["url"], r["title"]) for r in self._read("entry_feeds", id=row["id"])
+        )
+        return StagedEntry(
+            id=row["id"],
+            url=row["url"],
+            title=row["title"],
+            published=row["published"],
+            first_seen_at=row["first_seen_at"],
+            state=row["state"],
+            attempts=row["attempts"],
+            next_attempt_at=row["next_attempt_at"],
+            last_error=row["last_error"],
+            feeds=feeds,
+        )
 
     def feed_id(self, ref: str) -> int | None:
         if ref.isdigit():

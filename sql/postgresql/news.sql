@@ -55,3 +55,14 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
   FROM news
  WHERE coalesce(published, fetched_at) >= :since
  ORDER BY id;
+
+-- name: entries_in_state
+SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
+       last_error
+  FROM news_summary AS s
+ WHERE state = :state
+   AND coalesce(s.published, s.first_seen_at) >= :since
+   AND (CAST(:feed_id AS BIGINT) IS NULL
+        OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id))
+ ORDER BY s.id DESC
+ LIMIT :limit;
