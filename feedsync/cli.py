@@ -95,7 +95,7 @@ def _global_options(parser: argparse.ArgumentParser, *, main: bool) -> None:
     parser.add_argument(
         "--debug",
         action="store_true",
-        help="show tracebacks of internal errors",
+        help="show tracebacks of internal errors, and every failed article of a run",
         **default,
     )
 
@@ -509,7 +509,7 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
         stats = run_pass(
             config,
             storage,
-            progress.choose(args.json, args.quiet),
+            progress.choose(args.json, args.quiet, debug=args.debug),
             due_only=args.due,
             stop=stop,
         )

@@ -55,7 +55,7 @@ from feedsync.claims import FeedClaims, ahead_for
 from feedsync.config import Config
 from feedsync.extract import ExtractError, Extractor
 from feedsync.parse import NotAFeed, parse_feed
-from feedsync.progress import Progress
+from feedsync.progress import Progress, article_line
 from feedsync.records import (
     GONE,
     NOT_MODIFIED,
@@ -730,16 +730,11 @@ class Pass:
         await self._on_lane(self.storage.record_extract_failure, job.id, self.owner, outcome)
         if outcome.state == "gone":
             self.stats.gone += 1
-            self._problem(
-                f"article {job.url}: {error} (attempt {outcome.attempts}, given up)", job.url
-            )
         else:
             self.stats.extract_failed += 1
-            self._problem(
-                f"article {job.url}: {error} (attempt {outcome.attempts}, "
-                f"retried after {outcome.next_attempt_at})",
-                job.url,
-            )
+        # every one in the stats (run --json); progress groups them by host and reason
+        self.stats.errors.append(article_line(job.url, error, outcome))
+        self.progress.article_failed(job.url, error, outcome)
 
 
 def _unexpected(exc: BaseException) -> str:
