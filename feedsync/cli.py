@@ -524,7 +524,7 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
 def cmd_daemon(args: argparse.Namespace, config: Config) -> int:
     from feedsync.daemon import run_daemon
 
-    return run_daemon(config, args.config)
+    return run_daemon(config, args.config, debug=args.debug)
 
 
 def _user_feed_url(url: str) -> str:

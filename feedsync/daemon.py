@@ -30,6 +30,7 @@ tries again with a doubling backoff (up to a minute), at start and at every tick
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -70,8 +71,15 @@ RECONNECT_MAX_S = 60.0
 
 
 class Daemon:
-    def __init__(self, config: Config, config_file: str | None, notifier: Notifier | None = None):
+    def __init__(
+        self,
+        config: Config,
+        config_file: str | None,
+        notifier: Notifier | None = None,
+        debug: bool = False,
+    ):
         self.config = config
+        self.debug = debug  # log at debug level: each failed article, each quiet pass
         self.config_file = config_file
         self.notifier = notifier or Notifier()
         self.storage: Storage | None = None
@@ -87,7 +95,7 @@ class Daemon:
     # ------------------------------------------------------------ lifecycle
 
     def run(self) -> int:
-        where = logs.setup()
+        where = logs.setup(logging.DEBUG if self.debug else logging.INFO)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_stop_signal)
         signal.signal(signal.SIGHUP, self._on_reload_signal)

@@ -8,8 +8,11 @@ list under --debug, in `run --json`'s errors and in `feedsync news --state faile
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import socket
+import subprocess
 from collections.abc import Callable
 
 import sitegen
@@ -106,3 +109,30 @@ def test_the_daemon_logs_a_group_line_and_each_article_only_at_debug_level(
     log = daemon.output()
     assert f"127.0.0.1:{dead}: cannot connect: All connection attempts failed (12 articles" in log
     assert "/lost/" not in log, log  # each one is a debug line (journalctl FEED_URL=...)
+
+
+def test_the_daemon_with_debug_logs_each_failed_article(
+    fs_card: FeedsyncEnv, server: LocalServer
+) -> None:
+    feed, _ = failing_feed(server)
+    fs_card.configure([feed], daemon={"tick": "1s"})
+    log = fs_card.root / "debug-daemon.log"
+    with log.open("w") as out:
+        daemon = subprocess.Popen(
+            fs_card.command("--debug", "daemon"),
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env=cli_env(fs_card.root / "home"),
+            start_new_session=True,
+        )
+        try:
+            wait_until(lambda: "(12 articles; next try" in log.read_text(), "the grouped line")
+            daemon.send_signal(signal.SIGTERM)
+            assert daemon.wait(60) == 0
+        finally:
+            if daemon.poll() is None:
+                os.killpg(daemon.pid, signal.SIGKILL)
+                daemon.wait()
+    text = log.read_text()
+    assert text.count("DEBUG article http://127.0.0.1:") >= 15, text
+    assert "/lost/11: cannot connect" in text
