@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     news = command(
         "news",
-        "the newest articles (or the entries whose article is pending, failed, given up)",
+        "the newest articles; --state: those pending, failed or given up, and why",
         "The newest articles. With --state, the entries whose article is not there: "
         "pending (not fetched yet), failed (tried again later) or given-up, each with "
         "its reason, attempts and next try.",
@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         "show",
         "one article: its details and its text",
         "One article, by its id or URL: its details and its text (through $PAGER, or "
-        "less, on a terminal).",
+        "less, on a terminal). The URL of an entry whose article is not there (pending, "
+        "failed, given up): where it stands, attempts, last error, next try, its feeds.",
     )
     show.add_argument("article", metavar="ID|URL", help="its id (news, search) or its URL")
     show.add_argument("--json", action="store_true", help="print it as JSON")

@@ -71,6 +71,10 @@ def test_repeated_article_failures_are_one_line_per_host_and_reason(
     errors = json.loads(fs.run("run", "--json").stdout)["errors"]
     assert len(errors) == 15 and all(e.startswith("article http://") for e in errors)
     assert len(json.loads(fs.run("news", "--state", "failed", "--json").stdout)) == 15
+    # one article arrived: the feed is ok, its failing articles said on a line of their own
+    feeds = fs.run("feeds").stdout
+    assert "    ok\n    articles: 15 failing; this week 1 extracted: " in feeds, feeds
+    assert fs.run("feeds", "--failing").stdout == "no feeds in trouble\n"
 
 
 def test_given_up_articles_are_grouped_too(fs: FeedsyncEnv, server: LocalServer) -> None:
