@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from feedsync import decide, identity
+from feedsync import search as fulltext
 from feedsync.records import (
     FAILED,
     GONE,
@@ -760,6 +761,19 @@ class SQLStorage:
     def daemon_info(self) -> dict[str, str]:
         meta = self._meta()
         return {k.removeprefix("daemon_"): v for k, v in meta.items() if k.startswith("daemon_")}
+
+
+def search_hit(row: Any, wanted: fulltext.Query, marks: tuple[str, str]) -> SearchHit:
+    """One search result from an article row (id, url, title, published, feed_title,
+    body), its snippet marked where the query matches: the same on both engines."""
+    return SearchHit(
+        id=row["id"],
+        url=row["url"],
+        title=row["title"],
+        published=row["published"],
+        feed_title=row["feed_title"],
+        snippet=wanted.snippet(row["title"] + " " + row["body"], marks),
+    )
 
 
 def like_escape(term: str) -> str:

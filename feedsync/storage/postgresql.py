@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from feedsync import search as fulltext
 from feedsync.records import NewsItem, SearchHit, SnapshotResult, StorageStatus
 from feedsync.storage import StorageError, StorageUnavailable
-from feedsync.storage.base import SQLStorage, like_escape
+from feedsync.storage.base import SQLStorage, like_escape, search_hit
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 
 if TYPE_CHECKING:
@@ -327,17 +327,7 @@ class PostgreSQLStorage(SQLStorage):
         found = [r for r in rows.values() if wanted.matches(r["title"] + " " + r["body"])]
         found.sort(key=lambda r: (r["published"] or r["fetched_at"], r["id"]), reverse=True)
         found.sort(key=lambda r: not wanted.matches(r["title"]))  # stable: titles first
-        return [
-            SearchHit(
-                id=r["id"],
-                url=r["url"],
-                title=r["title"],
-                published=r["published"],
-                feed_title=r["feed_title"],
-                snippet=wanted.snippet(r["title"] + " " + r["body"], marks),
-            )
-            for r in found[:limit]
-        ]
+        return [search_hit(r, wanted, marks) for r in found[:limit]]
 
     # ------------------------------------------------------------ feedsync migrate
 

@@ -54,7 +54,7 @@ from feedsync.records import (
 )
 from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
 from feedsync.storage import card as cards
-from feedsync.storage.base import SQLStorage
+from feedsync.storage.base import SQLStorage, search_hit
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 
 T = TypeVar("T")
@@ -608,17 +608,7 @@ class SQLiteStorage(SQLStorage):
         ranked += [r for r in newest_first if not in_title(r)] + [
             r for r in indexed if not in_title(r)
         ]
-        return [
-            SearchHit(
-                id=r["id"],
-                url=r["url"],
-                title=r["title"],
-                published=r["published"],
-                feed_title=r["feed_title"],
-                snippet=wanted.snippet(r["title"] + " " + r["body"], marks),
-            )
-            for r in ranked[:limit]
-        ]
+        return [search_hit(r, wanted, marks) for r in ranked[:limit]]
 
     def _scan(
         self, wanted: fulltext.Query, months: list[tuple[str, int]], everything: bool
