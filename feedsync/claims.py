@@ -63,7 +63,6 @@ class FeedClaims:
         self._asked: dict[int, str] = {}  # waiting for the next claim transaction: host
         self._lock = asyncio.Lock()
         self.alone = False  # until a claim says so: the safe assumption
-        self.transactions = 0
 
     async def take(self, feed: Feed) -> bool:
         """Whether ``feed`` is ours to poll now (False: another process is polling it)."""
@@ -71,7 +70,9 @@ class FeedClaims:
             return self._hand_out(feed.id)
         self._asked[feed.id] = host_of(feed.url)
         async with self._lock:
-            if not self._settled(feed.id):  # not claimed by the transaction we waited for
+            if self._settled(feed.id):  # claimed ahead by the transaction we waited for
+                self._asked.pop(feed.id, None)  # not asked for again by the next one
+            else:
                 await self._claim_asked()
         return self._hand_out(feed.id)
 
@@ -103,7 +104,6 @@ class FeedClaims:
                     ids.append(feed_id)
                     taken += 1
         claim = await self._claim(ids)
-        self.transactions += 1
         self.alone = not claim.others
         self._held.update(claim.ids)
         self._refused.update(set(ids) - claim.ids)
