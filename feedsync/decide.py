@@ -236,6 +236,22 @@ SLOT_LEASE = timedelta(seconds=15)
 # How far ahead of the database's clock a reserved start or a slot's lease may lie before
 # it is taken for a clock that stepped back, beyond what any poller can have reserved.
 CLOCK_SLACK_S = 60.0
+# The slot number of a host held whole by one process, which paces it in memory
+# (feedsync/holds.py): while it lives, no other process gets a turn there.
+HOLD = -1
+
+
+def _horizon(now: float, delay: float, live: int) -> float:
+    """The furthest start any poller can have reserved, with ``live`` slots in use."""
+    return now + delay * (live + 1) + CLOCK_SLACK_S
+
+
+def _plausible(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> set[int]:
+    """The host's slots held by a live lease that is no further ahead than anyone can
+    have leased it (what lies further is left by a clock that stepped back)."""
+    live = {slot: until for slot, until in taken if until > now}
+    last = _horizon(now, delay, len(live)) + SLOT_LEASE.total_seconds()
+    return {slot for slot, until in live.items() if until <= last}
 
 
 def host_turn(
@@ -253,17 +269,26 @@ def host_turn(
     A slot whose lease is over is free (its poller died). So is a lease, and so is a
     ``next_start``, further ahead than anyone can have reserved: what is left of a clock
     that stepped back (a Pi has no real-time clock; NTP sets it after boot), which must
-    not keep a host waiting for the hours it stepped."""
-    live = {slot: until for slot, until in taken if until > now}
-    ahead = now + delay * (len(live) + 1) + CLOCK_SLACK_S
-    busy = {slot for slot, until in live.items() if until <= ahead + SLOT_LEASE.total_seconds()}
+    not keep a host waiting for the hours it stepped.
+
+    A host held whole by one process (slot :data:`HOLD`) has no slot free for anyone
+    until the hold ends."""
+    taken = list(taken)
+    busy = _plausible(now, delay, taken)
     slot = next((n for n in range(slots) if n not in busy), None)
-    if slot is None:
+    if slot is None or HOLD in busy:
         return None
-    if next_start > ahead:
+    if next_start > _horizon(now, delay, sum(until > now for _, until in taken)):
         next_start = now
     start = max(now, next_start)
     return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
+
+
+def may_hold(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> bool:
+    """Whether one process may hold the host whole (and pace it in memory): no request
+    to it is in flight anywhere, nor is it held by another (``taken`` as in
+    :func:`host_turn`; a process's own hold is renewed, not refused)."""
+    return not _plausible(now, delay, taken)
 
 
 def redirect(

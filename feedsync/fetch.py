@@ -324,6 +324,13 @@ class SharedHosts(Protocol):
 
     async def give_back(self, host: str, slot: int) -> None: ...
 
+    def go_local(self, host: str) -> bool:
+        """True: this process holds ``host`` (feedsync/holds.py) and paces it in memory;
+        the request is counted in flight until :meth:`left_local`."""
+        ...
+
+    async def left_local(self, host: str) -> None: ...
+
 
 # Asking again for a turn while another process holds every slot of a host: from this
 # wait, doubling, up to the last (each ask is one short write transaction).
@@ -358,7 +365,8 @@ class HostGate:
     the delay also hold across processes: each request takes the host's turn from the
     database (a slot of ``per_host``, a start spaced ``delay`` from every other poller's)
     and sleeps until its start outside any transaction; the database's reservation then
-    replaces the local spacing."""
+    replaces the local spacing. A process alone on its database holds the hosts it polls
+    (feedsync/holds.py): for those, the local layer is all there is."""
 
     def __init__(
         self,
@@ -449,35 +457,53 @@ class HostGate:
         Shared: a turn from the database. A request that gets to send late (a busy
         machine, its event loop held up, every global slot in use) would start closer
         than ``delay`` to the next poller's start, reserved meanwhile: it gives the turn
-        back and takes a new one, keeping its global slot."""
+        back and takes a new one, keeping its global slot. A host this process holds
+        whole (feedsync/holds.py) is paced in memory, as without a database to share."""
         shared = self._shared
-        if shared is None:
+        if shared is not None and not shared.go_local(host):
+            holding = False
+            try:
+                for attempt in range(LATE_RETRIES + 1):
+                    turn = await self._turn(shared, host)
+                    if turn is None:
+                        break  # the host became this process's to hold: paced below
+                    number, wait = turn
+                    async with self._leased(shared, host, number):
+                        due = time.monotonic() + max(wait, 0.0)
+                        if wait > 0:
+                            await asyncio.sleep(wait)
+                        if not holding:
+                            await self._total.acquire()
+                            holding = True
+                            if ready is not None:
+                                await ready()
+                        late = time.monotonic() - due > LATE_S
+                        if not self._delay or not late or attempt == LATE_RETRIES:
+                            yield
+                            return
+            finally:
+                if holding:
+                    self._total.release()
+        # in memory: no database shared, or a host this process holds
+        try:
             await self._local_turn(host, ready)
             try:
                 yield
             finally:
                 self._total.release()
-            return
-        holding = False
-        try:
-            for attempt in range(LATE_RETRIES + 1):
-                number, wait = await self._turn(shared, host)
-                async with self._leased(shared, host, number):
-                    due = time.monotonic() + max(wait, 0.0)
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    if not holding:
-                        await self._total.acquire()
-                        holding = True
-                        if ready is not None:
-                            await ready()
-                    late = time.monotonic() - due > LATE_S
-                    if not self._delay or not late or attempt == LATE_RETRIES:
-                        yield
-                        return
         finally:
-            if holding:
-                self._total.release()
+            if shared is not None:
+                await shared.left_local(host)
+
+    def pace_from(self, host: str, ahead: float) -> None:
+        """The host's next start in this process no earlier than ``ahead`` seconds from
+        now (a hold's start: the pace the database had for it)."""
+        start = time.monotonic() + max(ahead, 0.0)
+        self._next_start[host] = max(self._next_start.get(host, 0.0), start)
+
+    def pace_ahead(self, host: str) -> float:
+        """Seconds until the host's next start may go, by this process's pace."""
+        return self._next_start.get(host, 0.0) - time.monotonic()
 
     async def _local_turn(self, host: str, ready: Callable[[], Awaitable[object]] | None) -> None:
         """This process's own spacing of the host's starts, then a slot of ``total`` and
@@ -526,11 +552,15 @@ class HostGate:
             await asyncio.sleep(shared.renew_every)
 
     @staticmethod
-    async def _turn(shared: SharedHosts, host: str) -> tuple[int, float]:
+    async def _turn(shared: SharedHosts, host: str) -> tuple[int, float] | None:
+        """A turn from the database, asked for again while refused; None once this
+        process holds the host meanwhile (then it is paced in memory)."""
         pause, longest = SHARED_RETRY_S
         while (turn := await shared.take(host)) is None:
             await asyncio.sleep(pause * (0.5 + random.random()))
             pause = min(pause * 2, longest)
+            if shared.go_local(host):
+                return None
         return turn
 
 

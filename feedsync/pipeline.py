@@ -54,6 +54,7 @@ from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
 from feedsync.config import Config
 from feedsync.extract import ExtractError, Extractor
+from feedsync.holds import HostHolds
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.progress import Progress, article_line
 from feedsync.records import (
@@ -142,6 +143,10 @@ class Pass:
         # transactions (a host's turn is never stuck behind a 2,000-entry parse)
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-parse")
         self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in _run
+        self._feed_hosts: dict[int, str] = {}  # in _run
+        # the hosts this pass holds while alone on the database, paced in memory
+        self._holds = HostHolds()
+        self._hold_lease = min(config.poll.lease, decide.SLOT_LEASE).total_seconds()
         self._rules = decide.PollRules(
             base=config.poll.interval,
             min_interval=config.poll.min_interval,
@@ -242,6 +247,7 @@ class Pass:
             feeds = [feed for feed in feeds if feed.id in self.only]
         self.stats.feeds = len(feeds)
         self._claims = FeedClaims(feeds, self._claim_feeds, self._claim_ahead)
+        self._feed_hosts = {feed.id: host_of(feed.url) for feed in feeds}
         if feeds:
             # no room in RAM for what the polls would bring: none is polled (each is
             # polled when there is room again), extraction and the save go on
@@ -290,8 +296,15 @@ class Pass:
                 # Bodies waiting for the parser count against the same bound as
                 # downloads, so at most `concurrency` feed documents are in memory at once.
                 in_memory = asyncio.Semaphore(poll.concurrency)
-                await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
-                await self._sweep(in_memory, started_at, now)
+                keeper = asyncio.create_task(self._keep_holds())
+                try:
+                    await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
+                    await self._sweep(in_memory, started_at, now)
+                finally:
+                    keeper.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await keeper
+                await self._release_holds(self._holds.end())
                 if self.extract:
                     self.progress.start_articles()
                     await self._drain_queue(due_before=started_at)
@@ -568,7 +581,8 @@ class Pass:
         self.progress.feed_done(len(record.created_ids))
 
     async def _claim_feeds(self, ids: list[int]) -> FeedClaim:
-        """One claim transaction (feedsync.claims)."""
+        """One claim transaction (feedsync.claims), which also holds the feeds' hosts
+        while the pass is alone (feedsync.holds)."""
         now = self.clock()
         claim = await self._on_lane(
             self.storage.claim_feeds,
@@ -577,8 +591,50 @@ class Pass:
             timestamps.to_iso(now),
             timestamps.to_iso(now + self.config.poll.lease),
             self._due_before,
+            self._holds.wanted(self._feed_hosts[i] for i in ids if i in self._feed_hosts),
+            self.config.fetch.host_delay.total_seconds(),
+            self._hold_lease,
         )
+        for host, ahead in claim.held:
+            self._gate.pace_from(host, ahead)
+        release = self._holds.granted(host for host, _ in claim.held)
+        if claim.others and not self._holds.company:
+            release += self._holds.join_company()
+        await self._release_holds(release)
         return claim
+
+    async def _release_holds(self, hosts: list[str]) -> None:
+        """Give back held hosts, each with its next start as this process paced it."""
+        if not hosts:
+            return
+        aheads = {host: self._gate.pace_ahead(host) for host in hosts}
+        self._holds.released(hosts)
+        try:
+            await self._on_lane(self.storage.host_holds_release, self.owner, aheads)
+        except StorageError as exc:  # the holds lapse with their lease; the pass goes on
+            logs.LOGGER.debug("hosts %s not released: %s", ", ".join(hosts), exc)
+
+    async def _keep_holds(self) -> None:
+        """While the polls run: the held hosts' lease renewed every third of it, in one
+        transaction that also says whether company has come (then nothing is held)."""
+        while not self._holds.company:
+            await asyncio.sleep(self._hold_lease / 3)
+            if not self._holds.held:
+                continue
+            try:
+                others = await self._on_lane(
+                    self.storage.host_holds_keep,
+                    self.owner,
+                    timestamps.to_iso(self.clock()),
+                    self._hold_lease,
+                )
+            except StorageError as exc:
+                # politeness, not data: should a hold lapse, another poller may send
+                # to its host one request early. The pass goes on.
+                self.progress.problem(f"held hosts: their lease was not renewed: {exc}")
+                continue
+            if others and not self._holds.company:
+                await self._release_holds(self._holds.join_company())
 
     def _claim_ahead(self, alone: bool) -> int:
         poll = self.config.poll
@@ -771,6 +827,14 @@ class _SharedHosts:
             # Politeness, not data: should the lease lapse meanwhile, another poller may
             # send to this host one request early. The pass goes on.
             run.progress.problem(f"host {host}: its slot's lease was not renewed: {exc}")
+
+    def go_local(self, host: str) -> bool:
+        return self._run._holds.go_local(host)
+
+    async def left_local(self, host: str) -> None:
+        run = self._run
+        if run._holds.left_local(host):
+            await run._release_holds([host])
 
     async def give_back(self, host: str, slot: int) -> None:
         """A feed poll's slot goes back with its record (one write, not two); an

@@ -174,6 +174,9 @@ class FeedClaim:
 
     ids: frozenset[int]
     others: bool
+    # the hosts now held whole by the claimant (feedsync/holds.py), each with the seconds
+    # until its next request may start
+    held: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ INSERT INTO host_pace (host, next_start) VALUES (:host, :next_start)
 ON CONFLICT (host) DO UPDATE SET next_start = excluded.next_start;
 
 -- name: host_slots_taken
--- The host's slots held by a live lease (a request in flight somewhere).
-SELECT slot, lease_until FROM host_slots WHERE host = :host AND lease_until > :now;
+-- The host's slots held by a live lease (a request in flight somewhere, or the host held
+-- whole by one process: slot -1, feedsync/holds.py).
+SELECT slot, lease_until, owner FROM host_slots WHERE host = :host AND lease_until > :now;
 
 -- name: host_slot_take
 INSERT INTO host_slots (host, slot, owner, lease_until)
@@ -33,3 +34,15 @@ DELETE FROM host_slots WHERE host = :host AND slot = :slot AND owner = :owner;
 -- name: host_slots_release_owner
 -- A process that stops gives back its requests in flight.
 DELETE FROM host_slots WHERE owner = :owner;
+
+-- name: host_holds_renew
+-- The hosts a process holds whole (slot -1, feedsync/holds.py): their lease runs on.
+UPDATE host_slots SET lease_until = (julianday('now') - 2440587.5) * 86400.0 + :lease
+ WHERE owner = :owner AND slot = -1;
+
+-- name: host_pace_push
+-- A held host released: the next request anyone sends it starts no earlier than
+-- :ahead seconds from now (its pace was kept in the holder's memory).
+INSERT INTO host_pace (host, next_start)
+VALUES (:host, (julianday('now') - 2440587.5) * 86400.0 + :ahead)
+ON CONFLICT (host) DO UPDATE SET next_start = max(next_start, excluded.next_start);

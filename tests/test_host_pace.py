@@ -101,6 +101,12 @@ class FakeShared:
         self.held.discard(slot)
         self.given_back.append(slot)
 
+    def go_local(self, host: str) -> bool:
+        return False  # never held: every turn from "the database"
+
+    async def left_local(self, host: str) -> None:
+        raise AssertionError("no request went in memory")
+
 
 def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
     async def scenario() -> tuple[list[float], FakeShared, FakeShared]:

@@ -557,6 +557,44 @@ def test_a_move_is_written_with_the_poll_and_refused_onto_another_feed(store: SQ
     assert not health(store, fid).enabled and health(store, other).enabled
 
 
+def test_a_claim_alone_holds_its_hosts_and_others_wait_for_the_release(
+    store: SQLStorage,
+) -> None:
+    """feedsync/holds.py: a pass alone holds its hosts in its claim transaction (no write
+    of its own); another process gets no turn there until the hold is released, and then
+    not before the pace the holder kept in memory."""
+    ids = [feed_id(store, "https://e.com/a"), feed_id(store, "https://f.org/b")]
+    soon = "2026-11-22T10:05:00Z"
+    writes = store.writes
+    claim = store.claim_feeds(ids, "A", T0, soon, hold=["e.com", "f.org"], hold_lease=15.0)
+    assert store.writes == writes + 1  # the holds ride on the claim
+    assert dict(claim.held).keys() == {"e.com", "f.org"} and not claim.others
+    assert all(0.0 <= ahead < 1.0 for _, ahead in claim.held)
+    assert store.host_turn("e.com", "B", 2, 1.0, 15.0) is None  # held by A
+    assert store.host_turn("g.net", "B", 2, 1.0, 15.0) is not None  # not held
+    assert store.host_holds_keep("A", T0, 15.0)  # B is at work: A gives its holds up
+    store.host_holds_release("A", {"e.com": 30.0, "f.org": -1.0})
+    turn = store.host_turn("e.com", "B", 2, 1.0, 15.0)
+    assert turn is not None and 25.0 < turn[1] <= 30.0  # A's pace: its next start
+    turn = store.host_turn("f.org", "B", 2, 1.0, 15.0)
+    assert turn is not None and turn[1] <= 0.0  # nothing to wait for
+
+
+def test_a_host_with_a_request_in_flight_is_not_held(store: SQLStorage) -> None:
+    fid = feed_id(store, "https://e.com/a")
+    soon = "2026-11-22T10:05:00Z"
+    assert store.host_turn("e.com", "A", 2, 0.0, 15.0) is not None  # an article, say
+    claim = store.claim_feeds([fid], "A", T0, soon, hold=["e.com"], hold_lease=15.0)
+    assert claim.ids == {fid} and not claim.others and claim.held == ()
+    assert store.host_turn("e.com", "B", 2, 0.0, 15.0) is not None  # shared turns go on
+    store.release_leases("A")
+    store.release_leases("B")
+    claim = store.claim_feeds([fid], "C", T0, soon, hold=["e.com"], hold_lease=15.0)
+    assert dict(claim.held).keys() == {"e.com"}  # nothing in flight: held
+    store.release_leases("C")  # a process that stops gives its holds back too
+    assert store.host_turn("e.com", "B", 2, 0.0, 15.0) is not None
+
+
 def test_a_poll_writes_its_hosts_state_and_gives_its_slot_back(store: SQLStorage) -> None:
     fid = feed_id(store)
     turn = store.host_turn("e.com", "A", 1, 0.0, 15.0)

@@ -144,11 +144,26 @@ class Storage(Protocol):
         now: str,
         lease_until: str,
         due_before: str | None = None,
+        hold: Sequence[str] = (),
+        hold_delay: float = 0.0,
+        hold_lease: float = 0.0,
     ) -> FeedClaim:
         """Claim feeds for polling, in one transaction: those no other live process is
         polling (and, with ``due_before``: a pass of due feeds, those still due: another
         poller may have polled one since the pass listed it). Also says whether another
-        process is at work on the database."""
+        process is at work on the database. When none is, the ``hold`` hosts with no
+        request in flight are held whole by ``owner`` for ``hold_lease`` seconds
+        (feedsync/holds.py; ``hold_delay``: the hosts' pace)."""
+        ...
+
+    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
+        """The hosts ``owner`` holds, held ``lease`` seconds more; returns whether another
+        process is at work on the database (then the holds are given up)."""
+        ...
+
+    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
+        """Release held hosts: each host's next request, anyone's, starts no earlier than
+        its ``aheads`` seconds from now (the pace kept in the holder's memory)."""
         ...
 
     def release_feed(self, feed_id: int, owner: str) -> None:

@@ -363,10 +363,14 @@ class SQLStorage:
         now: str,
         lease_until: str,
         due_before: str | None = None,
+        hold: Sequence[str] = (),
+        hold_delay: float = 0.0,
+        hold_lease: float = 0.0,
     ) -> FeedClaim:
         """Claim feeds for polling, in one transaction: those no other live process holds
         (and, with ``due_before``, still due: another poller may have polled one since the
-        pass listed it). Says too whether another process is at work on the database."""
+        pass listed it). Says too whether another process is at work on the database;
+        when none is, holds the ``hold`` hosts it can (:meth:`_hold`)."""
 
         def work(conn: Connection) -> FeedClaim:
             taken = frozenset(
@@ -381,10 +385,59 @@ class SQLStorage:
                     due_before=due_before,
                 ).fetchall()
             )
-            others = self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()
-            return FeedClaim(ids=taken, others=bool(others["others"]))
+            others = bool(
+                self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()["others"]
+            )
+            held: list[tuple[str, float]] = []
+            if not others:
+                for host in hold:
+                    ahead = self._hold(conn, host, owner, hold_delay, hold_lease)
+                    if ahead is not None:
+                        held.append((host, ahead))
+            return FeedClaim(ids=taken, others=others, held=tuple(held))
 
         return self._write(work)
+
+    def _hold(
+        self, conn: Connection, host: str, owner: str, delay: float, lease: float
+    ) -> float | None:
+        """In claim_feeds' transaction: hold ``host`` whole (feedsync/holds.py) when no
+        request to it is in flight anywhere. Returns the seconds until its next start may
+        go (its pace, from the database), or None: not held."""
+        row = self._exec(conn, "host_pace_lock", host=host).fetchone()
+        now = float(row["now"])
+        taken = [
+            (int(r["slot"]), float(r["lease_until"]))
+            for r in self._exec(conn, "host_slots_taken", host=host, now=now)
+            if not (r["owner"] == owner and int(r["slot"]) == decide.HOLD)
+        ]
+        if not decide.may_hold(now, delay, taken):
+            return None
+        self._exec(
+            conn,
+            "host_slot_take",
+            host=host,
+            slot=decide.HOLD,
+            owner=owner,
+            lease_until=now + lease,
+        )
+        return max(0.0, float(row["next_start"]) - now)
+
+    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
+        def work(conn: Connection) -> bool:
+            self._exec(conn, "host_holds_renew", owner=owner, lease=lease)
+            row = self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()
+            return bool(row["others"])
+
+        return self._write(work)
+
+    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
+        def work(conn: Connection) -> None:
+            for host, ahead in aheads.items():
+                self._exec(conn, "host_slot_release", host=host, slot=decide.HOLD, owner=owner)
+                self._exec(conn, "host_pace_push", host=host, ahead=max(ahead, 0.0))
+
+        self._write(work)
 
     def _link_revision(
         self, conn: Connection, intent: PollIntent, entry: Entry, summary_id: int

@@ -17,3 +17,14 @@ UPDATE host_pace SET next_start = :next_start WHERE host = :host;
 UPDATE host_slots
    SET lease_until = extract(epoch FROM clock_timestamp())::double precision + :lease
  WHERE host = :host AND slot = :slot AND owner = :owner;
+
+-- name: host_holds_renew
+UPDATE host_slots
+   SET lease_until = extract(epoch FROM clock_timestamp())::double precision + :lease
+ WHERE owner = :owner AND slot = -1;
+
+-- name: host_pace_push
+INSERT INTO host_pace (host, next_start)
+VALUES (:host, extract(epoch FROM clock_timestamp())::double precision + :ahead)
+ON CONFLICT (host) DO UPDATE
+   SET next_start = GREATEST(host_pace.next_start, excluded.next_start);
