@@ -239,6 +239,9 @@ CLOCK_SLACK_S = 60.0
 # The slot number of a host held whole by one process, which paces it in memory
 # (feedsync/holds.py): while it lives, no other process gets a turn there.
 HOLD = -1
+# The slot number of a process refused a turn on a held host: it asks the holder to give
+# the host up (the holder sees it when it records its next feed there). Not a request.
+WANTED = -2
 
 
 def _horizon(now: float, delay: float, live: int) -> float:
@@ -273,7 +276,7 @@ def host_turn(
 
     A host held whole by one process (slot :data:`HOLD`) has no slot free for anyone
     until the hold ends."""
-    taken = list(taken)
+    taken = [(slot, until) for slot, until in taken if slot != WANTED]
     busy = _plausible(now, delay, taken)
     slot = next((n for n in range(slots) if n not in busy), None)
     if slot is None or HOLD in busy:
@@ -287,7 +290,8 @@ def host_turn(
 def may_hold(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> bool:
     """Whether one process may hold the host whole (and pace it in memory): no request
     to it is in flight anywhere, nor is it held by another (``taken`` as in
-    :func:`host_turn`; a process's own hold is renewed, not refused)."""
+    :func:`host_turn`; a process's own hold is renewed, not refused), nor wanted by a
+    process refused a turn there."""
     return not _plausible(now, delay, taken)
 
 

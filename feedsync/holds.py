@@ -13,8 +13,9 @@ memory: one write per feed (its record) instead of two.
 The hold ends, with the host's next start written for whoever comes next:
 
 - when the pass's polls are over (one transaction for every host held);
-- when company arrives: another process's claim or turn is seen (by a claim, or by the
-  keeper that renews the holds every few seconds). From then on, for the rest of the
+- when company arrives: another process is seen by a claim, by the keeper that renews
+  the holds every few seconds, or by the record of a feed on a held host, which says
+  whether a process refused a turn there wants it (decide.WANTED). From then on, for the rest of the
   pass, nothing is held: each held host takes no new local request, and is released as
   soon as its requests in flight are over. Meanwhile the newcomer's turns there are
   refused; it asks again, as it does when every slot of a host is taken.
@@ -45,6 +46,9 @@ class HostHolds:
     @property
     def held(self) -> frozenset[str]:
         return frozenset(self._held)
+
+    def holds(self, host: str) -> bool:
+        return host in self._held
 
     def wanted(self, hosts: Iterable[str]) -> list[str]:
         """The hosts a claim transaction should try to hold: those not held yet, while

@@ -428,9 +428,16 @@ class Pass:
         """The poll's one write, with the host slots its request held."""
         held = _HELD_SLOTS.get()
         given = tuple(held or ())
-        record = await self._on_lane(self.storage.record_poll, replace(intent, host_slots=given))
+        host = self._feed_hosts.get(intent.feed_id)
+        held_host = host if host is not None and self._holds.holds(host) else None
+        record = await self._on_lane(
+            self.storage.record_poll, replace(intent, host_slots=given, held_host=held_host)
+        )
         if held:
             del held[: len(given)]
+        if record.host_wanted and not self._holds.company:
+            # another process was refused a turn on the held host: nothing more is held
+            await self._release_holds(self._holds.join_company())
         return record
 
     async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:

@@ -144,6 +144,9 @@ class PollIntent:
     host_clear: str | None = None  # a host whose backoff this good answer ends
     # the hosts' shared slots (host, slot) the poll's request held, given back with it
     host_slots: tuple[tuple[str, int], ...] = ()
+    # the feed's host when the poller holds it (feedsync/holds.py): say whether another
+    # process, refused a turn there, wants it
+    held_host: str | None = None
     owner: str = ""
     lease_until: str = ""
     identity: str = "auto"  # the feed's: "url+title" turns the revision rule off
@@ -156,6 +159,7 @@ class PollRecord:
 
     created_ids: tuple[int, ...] = ()
     linked: int = 0  # feed_entries links written (new or existing rows)
+    host_wanted: bool = False  # another process asks for the held host (held_host)
     revisions: int = 0  # of the created rows, those that are another version of a story
     move_refused: str | None = None  # the feed could not take its new URL: why (disabled)
 

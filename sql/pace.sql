@@ -46,3 +46,12 @@ UPDATE host_slots SET lease_until = (julianday('now') - 2440587.5) * 86400.0 + :
 INSERT INTO host_pace (host, next_start)
 VALUES (:host, (julianday('now') - 2440587.5) * 86400.0 + :ahead)
 ON CONFLICT (host) DO UPDATE SET next_start = max(next_start, excluded.next_start);
+
+-- name: host_wanted
+-- Does a process refused a turn on this held host want it (slot -2, a live lease)?
+SELECT EXISTS (SELECT 1 FROM host_slots
+                WHERE host = :host AND slot = -2
+                  AND lease_until > (julianday('now') - 2440587.5) * 86400.0) AS wanted;
+
+-- name: host_wanted_clear
+DELETE FROM host_slots WHERE host = :host AND slot = -2;

@@ -570,7 +570,12 @@ def test_a_claim_alone_holds_its_hosts_and_others_wait_for_the_release(
     assert store.writes == writes + 1  # the holds ride on the claim
     assert dict(claim.held).keys() == {"e.com", "f.org"} and not claim.others
     assert all(0.0 <= ahead < 1.0 for _, ahead in claim.held)
+    fid = ids[0]
+    alone = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, held_host="e.com"))
+    assert not alone.host_wanted
     assert store.host_turn("e.com", "B", 2, 1.0, 15.0) is None  # held by A
+    wanted = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, held_host="e.com"))
+    assert wanted.host_wanted  # B's refusal asks A to give e.com up, seen by A's record
     assert store.host_turn("g.net", "B", 2, 1.0, 15.0) is not None  # not held
     assert store.host_holds_keep("A", T0, 15.0)  # B is at work: A gives its holds up
     store.host_holds_release("A", {"e.com": 30.0, "f.org": -1.0})

@@ -276,6 +276,9 @@ class SQLStorage:
                 self._exec(conn, "host_clear", host=intent.host_clear)
             for host, slot in intent.host_slots:
                 self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
+            if intent.held_host is not None:
+                wanted = self._exec(conn, "host_wanted", host=intent.held_host).fetchone()
+                record = replace(record, host_wanted=bool(wanted["wanted"]))
             return record
 
         return self._write(work)
@@ -409,7 +412,7 @@ class SQLStorage:
         taken = [
             (int(r["slot"]), float(r["lease_until"]))
             for r in self._exec(conn, "host_slots_taken", host=host, now=now)
-            if not (r["owner"] == owner and int(r["slot"]) == decide.HOLD)
+            if not (r["owner"] == owner and int(r["slot"]) in (decide.HOLD, decide.WANTED))
         ]
         if not decide.may_hold(now, delay, taken):
             return None
@@ -435,6 +438,7 @@ class SQLStorage:
         def work(conn: Connection) -> None:
             for host, ahead in aheads.items():
                 self._exec(conn, "host_slot_release", host=host, slot=decide.HOLD, owner=owner)
+                self._exec(conn, "host_wanted_clear", host=host)
                 self._exec(conn, "host_pace_push", host=host, ahead=max(ahead, 0.0))
 
         self._write(work)
@@ -537,6 +541,16 @@ class SQLStorage:
             ]
             turn = decide.host_turn(now, float(row["next_start"]), delay, taken, slots)
             if turn is None:
+                if any(slot == decide.HOLD and until > now for slot, until in taken):
+                    # held whole by another process: ask it to give the host up
+                    self._exec(
+                        conn,
+                        "host_slot_take",
+                        host=host,
+                        slot=decide.WANTED,
+                        owner=owner,
+                        lease_until=now + lease,
+                    )
                 return None
             if delay > 0:
                 self._exec(conn, "host_pace_set", host=host, next_start=turn.next_start)

@@ -28,3 +28,9 @@ INSERT INTO host_pace (host, next_start)
 VALUES (:host, extract(epoch FROM clock_timestamp())::double precision + :ahead)
 ON CONFLICT (host) DO UPDATE
    SET next_start = GREATEST(host_pace.next_start, excluded.next_start);
+
+-- name: host_wanted
+SELECT EXISTS (SELECT 1 FROM host_slots
+                WHERE host = :host AND slot = -2
+                  AND lease_until > extract(epoch FROM clock_timestamp())::double precision)
+       AS wanted;
