@@ -422,10 +422,15 @@ def start_daemon(
 
 
 def on_a_terminal(
-    command: list[str], environment: dict[str, str], timeout: float = 120
+    command: list[str],
+    environment: dict[str, str],
+    timeout: float = 120,
+    press: tuple[Callable[[], bool], bytes] | None = None,
 ) -> tuple[int, str]:
     """Run ``command`` with a pseudo-terminal as its stdin, stdout and stderr (what a user
-    at a terminal gives it); returns its exit code and everything it printed."""
+    at a terminal gives it); returns its exit code and everything it printed.
+    ``press``: (when, keys): the keys typed once ``when()`` says so (b"\x03" is Ctrl-C:
+    the terminal sends SIGINT to its foreground process group, as for a user)."""
     import pty
     import select
 
@@ -435,7 +440,10 @@ def on_a_terminal(
     output = b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
+        if press is not None and press[0]():
+            os.write(fd, press[1])
+            press = None
+        ready, _, _ = select.select([fd], [], [], 0.1 if press is not None else 1)
         if not ready:
             continue
         try:

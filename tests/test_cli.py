@@ -384,3 +384,30 @@ def test_a_signal_during_extraction_stops_the_run_quietly_and_costs_no_attempt(
     queue = _queue(fs)
     assert len(queue) == pages and _stored(fs) == pages
     assert {row[:2] for row in queue.values()} == {("done", 1)}  # one attempt each, all kept
+
+
+def test_ctrl_c_typed_at_a_terminal_during_extraction_is_clean(fs: FeedsyncEnv, site: Site) -> None:
+    """Issue 22 item 3 as a user meets it: Ctrl-C typed at the terminal (the terminal, not
+    the test, signals the foreground process group: feedsync, the forkserver, the
+    workers) while articles are being extracted. The run says it stopped early and exits
+    130, nothing prints a traceback, and the articles not stored are back in the queue
+    with no attempt spent."""
+    pages = 10
+    items = []
+    for n in range(pages):
+        paragraphs = sitegen.prose(f"tty-{n}", 1200, 4)  # ~0.2 s of extraction each
+        html = sitegen.article_page(f"Story {n}", seed=f"tty-{n}", paragraphs=paragraphs)
+        items.append(Item(f"Story {n}", site.server.set(f"/articles/tty-{n}", html)))
+    fs.configure([site.feed("tty.xml", items)], poll={"concurrency": 4})
+    code, text = on_a_terminal(
+        fs.command("run"),
+        cli_env(fs.root / "home"),
+        timeout=120,
+        press=(lambda: _stored(fs) > 0, b"\x03"),
+    )
+    assert code == 130, text
+    assert "Traceback" not in text and "Error" not in text, text
+    assert "stopped early by a signal" in text, text
+    left = {i: row for i, row in _queue(fs).items() if row[0] != "done"}
+    assert left, "the run finished before Ctrl-C; make the pages longer"
+    assert all(row == ("new", 0, None) for row in left.values()), left
