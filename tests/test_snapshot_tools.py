@@ -128,7 +128,7 @@ def test_sqlite3_and_datasette_read_a_snapshot(fs_card: FeedsyncEnv, site: Site)
         )
         assert isinstance(found, list)
         assert [row["title"] for row in found] == ["Zanzibar Ferry Returns"]
-        # the same through the `news` view, every month at once
+        # the same through the `news` view (every article; this month's index)
         found = get_json(
             f"{base}/news.json?_search=xylophone&_fts_table={fts}&_fts_pk=id&_shape=array"
         )
