@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FeedsyncEnv, Site
+from conftest import FeedsyncEnv, RunningDaemon, Site, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 from sitegen import Item
 
@@ -197,3 +198,26 @@ def test_a_metrics_file_that_cannot_be_written_is_one_line(
     done = fs_card.run("snapshot", "--force")
     assert done.stderr.count("cannot write the metrics file") == 1
     assert not os.path.lexists(target)
+
+
+def test_the_daemon_writes_it_after_its_passes_and_its_last_save(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    url = site.feed("news.xml", [Item("One", site.page("one")), Item("Two", site.page("two"))])
+    target = fs_card.root / "feedsync.prom"
+    fs_card.configure([url], metrics={"textfile": str(target)})
+    daemon = start_daemon()
+
+    def extracted() -> float | None:
+        try:
+            found = parse(target.read_text())
+        except (OSError, ValueError):
+            return None
+        return value(found, "feedsync_articles", state="extracted")
+
+    wait_until(lambda: extracted() == 2, "the metrics file after the daemon's first pass")
+    assert value(parse(target.read_text()), "feedsync_daemon_running") == 1
+    assert daemon.stop() == 0
+    found = parse(target.read_text())  # written after the final save
+    assert value(found, "feedsync_unsaved_changes") == 0
+    assert "metrics" not in daemon.output()
