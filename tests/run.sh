@@ -34,6 +34,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test,postgresql]'
+# datasette in a venv of its own, as a user would install it (pipx): in feedsync's venv its
+# click would make every `import httpx` load httpx's command line (rich, pygments)
+if [ ! -x .venv/datasette/bin/datasette ]; then
+    python3 -m venv .venv/datasette
+    .venv/datasette/bin/python -m pip install --quiet datasette
+fi
 
 echo "tests/run.sh: ruff"
 .venv/bin/ruff check feedsync tests bench
