@@ -164,6 +164,10 @@ $snapshot
 # news_days = 90        # articles older than this are pruned (0: keep forever)
 # tombstone_days = 365  # and remembered this long, so they are never fetched again
 
+[metrics]
+# For node_exporter's textfile collector (Prometheus), off unless set:
+# textfile = "/var/lib/prometheus/node-exporter/feedsync.prom"
+
 # One [[feeds]] table per feed, or: feedsync add URL
 # [[feeds]]
 # url = "https://example.com/feed.xml"

@@ -22,7 +22,6 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -486,6 +485,15 @@ def _open(config: Config, *, new_card: bool = False, saving: bool = False) -> St
     return storage
 
 
+def _write_metrics(config: Config, storage: Storage) -> None:
+    """The metrics file ([metrics] textfile), after a pass or a save; a failure to
+    write it is one line, and the command's exit code stays what its work says."""
+    if config.metrics.textfile is not None:
+        from feedsync import metrics
+
+        metrics.update(config, storage, lambda message: _notice(f"warning: {message}"))
+
+
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
     import signal
     import threading
@@ -515,6 +523,7 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
             stop=stop,
         )
     finally:
+        _write_metrics(config, storage)
         storage.close()
     if stats.stopped:
         print("feedsync: stopped early by a signal; the next run carries on", file=sys.stderr)
@@ -723,82 +732,24 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
-@dataclass(frozen=True)
-class DaemonState:
-    running: bool
-    since: str | None = None
-    pid: int | None = None
-    host: str | None = None
-    last_seen: str | None = None
-
-
-def _daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
-    """Running when it beat recently and, on this machine, its process exists."""
-    import os
-    import socket
-
-    from feedsync import timestamps
-
-    if not info.get("seen_at"):
-        return DaemonState(running=False)
-    age = (timestamps.now() - timestamps.from_iso(info["seen_at"])).total_seconds()
-    running = age < max(10 * 60, 3 * tick_seconds)
-    pid = int(info.get("pid", "0") or 0)
-    if running and info.get("host") == socket.gethostname() and pid:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            running = False
-        except PermissionError:
-            pass  # it exists, as another user (the service)
-    return DaemonState(
-        running=running,
-        since=info.get("started_at") if running else None,
-        pid=pid or None,
-        host=info.get("host"),
-        last_seen=info["seen_at"],
-    )
-
-
 def cmd_status(args: argparse.Namespace, config: Config) -> int:
     import json
-    from dataclasses import asdict
-    from datetime import datetime
 
+    from feedsync import status
     from feedsync import terminal as t
-    from feedsync import timestamps
+    from feedsync.records import StorageStatus
 
     storage = _open(config)
     try:
-        where = storage.status()
-        midnight = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
-        counts = storage.status_counts(config.poll.failing_after, timestamps.to_iso(midnight))
-        daemon = _daemon_state(storage.daemon_info(), config.daemon.tick.total_seconds())
+        report = status.report(config, storage)
     finally:
         storage.close()
-    healthy = counts["feeds"] - counts["disabled"] - counts["failing"] - counts["retrying"]
-    report = {
-        "version": __version__,
-        "daemon": asdict(daemon),
-        "feeds": {
-            "total": counts["feeds"],
-            "healthy": healthy,
-            "retrying": counts["retrying"],
-            "failing": counts["failing"],
-            "disabled": counts["disabled"],
-        },
-        "queue": {
-            "new": counts["queue_new"],
-            "failed_waiting": counts["queue_failed"],
-            "gone": counts["gone"],
-        },
-        "articles": {"today": counts["articles_today"], "total": counts["articles"]},
-        "next_poll_at": counts["next_poll_at"],
-        "storage": asdict(where),
-    }
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return EXIT_OK
+    where = StorageStatus(**report["storage"])
+    daemon = status.DaemonState(**report["daemon"])
+    feeds, queue, articles = report["feeds"], report["queue"], report["articles"]
     room = t.width()
     if daemon.running:
         state = t.paint("running", "green") + (
@@ -810,16 +761,15 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         )
     else:
         state = "not running (never started here; `feedsync run` works without it)"
-    feeds = report["feeds"]
     lines = [
         f"feedsync {__version__}",
         f"daemon     {state}",
-        f"feeds      {feeds['total']}: {healthy} ok, {feeds['retrying']} retrying, "
+        f"feeds      {feeds['total']}: {feeds['healthy']} ok, {feeds['retrying']} retrying, "
         f"{feeds['failing']} failing, {feeds['disabled']} disabled",
-        f"queue      {counts['queue_new']} new, {counts['queue_failed']} failed (waiting to "
-        f"retry), {counts['gone']} given up",
-        f"articles   {counts['articles_today']} today, {counts['articles']} in all",
-        f"next poll  {t.short_time(counts['next_poll_at'], 'none scheduled')}",
+        f"queue      {queue['new']} new, {queue['failed_waiting']} failed (waiting to "
+        f"retry), {queue['gone']} given up",
+        f"articles   {articles['today']} today, {articles['total']} in all",
+        f"next poll  {t.short_time(report['next_poll_at'], 'none scheduled')}",
     ]
     if where.engine == "postgresql":  # a server and a database, never a password
         lines += [
@@ -1292,6 +1242,7 @@ def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
     try:
         result = storage.snapshot(force=args.force)
     finally:
+        _write_metrics(config, storage)
         storage.close()
     assert result is not None
     if result.written:

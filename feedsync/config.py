@@ -103,6 +103,12 @@ class IdentityConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    # a file for node_exporter's textfile collector (Prometheus text format); None: off
+    textfile: Path | None = None
+
+
+@dataclass(frozen=True)
 class FeedConfig:
     url: str
     identity: str = "auto"  # "url+title": no revision/duplicate heuristics for this feed
@@ -117,6 +123,7 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     identity: IdentityConfig = field(default_factory=IdentityConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     feeds: tuple[FeedConfig, ...] = ()
     source: Path | None = None  # the file this came from; None for built-in defaults
 
@@ -204,6 +211,16 @@ def _path(value: Any) -> Path:
     return Path(value).expanduser()
 
 
+def _textfile(value: Any) -> Path:
+    """node_exporter's textfile collector reads only files named ``*.prom``."""
+    path = _path(value)
+    if path.suffix != ".prom":
+        raise ValueError(
+            f"expected a file name ending in .prom (node_exporter reads only those), got {value!r}"
+        )
+    return path
+
+
 def database_url(value: Any) -> str:
     """A libpq connection URI; the password in it stays out of every message."""
     if not isinstance(value, str) or not re.match(r"(?i)^postgres(ql)?://", value.strip()):
@@ -259,6 +276,7 @@ _SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
     "retention": {"news_days": _days, "tombstone_days": _days},
     "daemon": {"tick": _duration},
     "identity": {"window": _duration},
+    "metrics": {"textfile": _textfile},
 }
 
 
@@ -439,6 +457,7 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         retention=retention,
         identity=IdentityConfig(**sections["identity"]),
         daemon=daemon,
+        metrics=MetricsConfig(**sections["metrics"]),
         feeds=tuple(feeds),
         source=source,
     )

@@ -91,6 +91,7 @@ class Daemon:
         self._started_at = timestamps.to_iso(timestamps.now())
         self._room: set[str] = set()  # room problems logged once while they last
         self._read_only = False  # the card is read-only, and the log said so once
+        self._metrics_failing = False  # the metrics file cannot be written, said once
 
     # ------------------------------------------------------------ lifecycle
 
@@ -217,6 +218,7 @@ class Daemon:
             return 3
         if result is not None:
             log.info("final snapshot: %s (%s)", result.detail, result.path)
+        self._write_metrics()
         log.info("stopped")
         return 0
 
@@ -237,9 +239,16 @@ class Daemon:
             self._room.discard(ROOM_PROBLEMS[0])
             log.info("taking new entries again: the RAM disk has room")
         self._beat()
+        self._write_metrics()
         self.notifier.status(self._status_line())
 
     def snapshot_job(self) -> None:
+        try:
+            self._snapshot()
+        finally:
+            self._write_metrics()
+
+    def _snapshot(self) -> None:
         assert self.storage is not None
         try:
             result = self.storage.snapshot()
@@ -300,6 +309,24 @@ class Daemon:
         )
 
     # ------------------------------------------------------------ helpers
+
+    def _write_metrics(self) -> None:
+        """The metrics file ([metrics] textfile) after a pass or a save. A failure is
+        logged once while it lasts (it would come back every tick), never raised."""
+        if self.config.metrics.textfile is None or self.storage is None:
+            return
+        from feedsync import metrics
+
+        said: list[str] = []
+        if metrics.update(self.config, self.storage, said.append):
+            if self._metrics_failing:
+                self._metrics_failing = False
+                log.info("the metrics file is written again: %s", self.config.metrics.textfile)
+        elif not self._metrics_failing:
+            self._metrics_failing = True
+            log.warning("%s (said once while it lasts)", said[0])
+        else:
+            log.debug("%s", said[0])
 
     def _card_read_only(self, reason: str) -> None:
         """A read-only card, logged once while it lasts (every save meets it: an hourly

@@ -33,7 +33,8 @@ SELECT (SELECT count(*) FROM feeds) AS feeds,
            WHERE state = 'gone' AND id NOT IN (SELECT id FROM main.news_summary)) AS gone;
 
 -- name: status_counts
--- feedsync status: feeds by health, the queue, articles today and in all.
+-- feedsync status: feeds by health, the queue, articles today and in all, the next
+-- poll and the last successful one (of any feed).
 SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM feeds WHERE enabled = 0) AS disabled,
        (SELECT count(*) FROM feeds WHERE enabled = 1 AND error_count >= :failing_after)
@@ -55,7 +56,8 @@ SELECT (SELECT count(*) FROM feeds) AS feeds,
             SELECT id FROM main.news
             UNION ALL
             SELECT id FROM card.news WHERE id NOT IN (SELECT id FROM main.news))) AS articles,
-       (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at;
+       (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at,
+       (SELECT max(last_success_at) FROM feeds) AS last_success_at;
 
 -- name: news_keys
 -- The newest articles since :since (their ids and the time they sort by): each side

@@ -19,6 +19,7 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || needed+=(python3-venv)
 command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
 command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to the "SD card"
 command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)  # verify + security of the units
+command -v sqlite3 >/dev/null 2>&1 || needed+=(sqlite3)  # reads a snapshot, as README says
 # a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
 if [ ${#needed[@]} -gt 0 ]; then
@@ -33,6 +34,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test,postgresql]'
+# datasette in a venv of its own, as a user would install it (pipx): in feedsync's venv its
+# click would make every `import httpx` load httpx's command line (rich, pygments)
+if [ ! -x .venv/datasette/bin/datasette ]; then
+    python3 -m venv .venv/datasette
+    .venv/datasette/bin/python -m pip install --quiet datasette
+fi
 
 echo "tests/run.sh: ruff"
 .venv/bin/ruff check feedsync tests bench

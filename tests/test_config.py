@@ -97,6 +97,13 @@ def test_naming_only_the_database_means_no_snapshots() -> None:
         ({"storage": {"db": ""}}, "storage.db"),
         ({"storage": {"snapshot_interval": "hourly"}}, "storage.snapshot_interval"),
         ({"storage": "x"}, "storage"),
+        ({"metrics": {"textfile": 5}}, "metrics.textfile"),
+        (
+            {"metrics": {"textfile": "/var/lib/prometheus/node-exporter/feedsync.txt"}},
+            "metrics.textfile",
+        ),
+        ({"metrics": {"file": "/tmp/feedsync.prom"}}, "metrics.file"),
+        ({"metrics": "on"}, "metrics"),
         ({"feeds": [{"url": "ftp://example.com/feed"}]}, "feeds[0].url"),
         ({"feeds": [{"link": "https://example.com/feed"}]}, "feeds[0].link"),
         ({"feeds": [{}]}, "feeds[0].url"),

@@ -25,7 +25,8 @@ SELECT (SELECT count(*) FROM feeds) AS feeds,
        (SELECT count(*) FROM news_summary WHERE state = 'gone') AS gone,
        (SELECT count(*) FROM news WHERE fetched_at >= :today) AS articles_today,
        (SELECT count(*) FROM news) AS articles,
-       (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at;
+       (SELECT min(next_poll_at) FROM feeds WHERE enabled = 1) AS next_poll_at,
+       (SELECT max(last_success_at) FROM feeds) AS last_success_at;
 
 -- name: news_keys
 SELECT id, coalesce(published, fetched_at) AS w

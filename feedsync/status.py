@@ -1,0 +1,78 @@
+"""What ``feedsync status --json`` says: the daemon, the feeds by health, the queue, the
+articles, the storage. Built once here for ``status`` and for the metrics file
+(feedsync/metrics.py), so that the two never tell different figures."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from feedsync import __version__, timestamps
+
+if TYPE_CHECKING:
+    from feedsync.config import Config
+    from feedsync.storage import Storage
+
+
+@dataclass(frozen=True)
+class DaemonState:
+    running: bool
+    since: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    last_seen: str | None = None
+
+
+def daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
+    """Running when it beat recently and, on this machine, its process exists."""
+    if not info.get("seen_at"):
+        return DaemonState(running=False)
+    age = (timestamps.now() - timestamps.from_iso(info["seen_at"])).total_seconds()
+    running = age < max(10 * 60, 3 * tick_seconds)
+    pid = int(info.get("pid", "0") or 0)
+    if running and info.get("host") == socket.gethostname() and pid:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            running = False
+        except PermissionError:
+            pass  # it exists, as another user (the service)
+    return DaemonState(
+        running=running,
+        since=info.get("started_at") if running else None,
+        pid=pid or None,
+        host=info.get("host"),
+        last_seen=info["seen_at"],
+    )
+
+
+def report(config: Config, storage: Storage) -> dict[str, Any]:
+    """``feedsync status --json``, from an open storage (README, "feedsync status")."""
+    where = storage.status()
+    midnight = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+    counts = storage.status_counts(config.poll.failing_after, timestamps.to_iso(midnight))
+    daemon = daemon_state(storage.daemon_info(), config.daemon.tick.total_seconds())
+    healthy = counts["feeds"] - counts["disabled"] - counts["failing"] - counts["retrying"]
+    return {
+        "version": __version__,
+        "daemon": asdict(daemon),
+        "feeds": {
+            "total": counts["feeds"],
+            "healthy": healthy,
+            "retrying": counts["retrying"],
+            "failing": counts["failing"],
+            "disabled": counts["disabled"],
+        },
+        "queue": {
+            "new": counts["queue_new"],
+            "failed_waiting": counts["queue_failed"],
+            "gone": counts["gone"],
+        },
+        "articles": {"today": counts["articles_today"], "total": counts["articles"]},
+        "next_poll_at": counts["next_poll_at"],
+        "last_success_at": counts["last_success_at"],
+        "storage": asdict(where),
+    }
