@@ -777,6 +777,7 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
     finally:
         storage.close()
     healthy = counts["feeds"] - counts["disabled"] - counts["failing"] - counts["retrying"]
+    gone = counts["gone"]
     report = {
         "version": __version__,
         "daemon": asdict(daemon),
@@ -817,7 +818,16 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         f"feeds      {feeds['total']}: {healthy} ok, {feeds['retrying']} retrying, "
         f"{feeds['failing']} failing, {feeds['disabled']} disabled",
         f"queue      {counts['queue_new']} new, {counts['queue_failed']} failed (waiting to "
-        f"retry), {counts['gone']} given up",
+        f"retry), {gone} given up",
+    ]
+    # the counts alone send the owner hunting: name the listing that says which and why
+    troubled = [name for name, n in (("failed", counts["queue_failed"]), ("given-up", gone)) if n]
+    if troubled:  # commands as typed: "failed|given-up" would be a pipe in a shell
+        lines.append(
+            "           which, and why: feedsync news "
+            + ", or ".join(f"--state {name}" for name in troubled)
+        )
+    lines += [
         f"articles   {counts['articles_today']} today, {counts['articles']} in all",
         f"next poll  {t.short_time(counts['next_poll_at'], 'none scheduled')}",
     ]

@@ -302,6 +302,27 @@ def test_an_empty_feed_with_a_recoverable_error_is_ok_with_its_warning(
     assert fs.run("feeds", "--failing").stdout == "no feeds in trouble\n"
 
 
+def test_status_names_the_command_that_lists_failed_articles(fs: FeedsyncEnv, site: Site) -> None:
+    """A count of "1 failed, 1 given up" alone leaves the owner hunting for which ones:
+    status names the listing, and the command it names lists them."""
+    items = [Item("Fine", site.page("fine"))]
+    feed = site.feed("news.xml", items)
+    fs.configure([feed], extract={"retry_backoff": "1h"})
+    fs.run("run")
+    assert "which, and why" not in fs.run("status").stdout  # nothing to point at
+
+    failing, removed = site.page("down", status=500), site.page("removed", status=410)
+    site.feed("news.xml", [*items, Item("Down", failing), Item("Removed", removed)])
+    fs.run("run", expect=None)
+    text = fs.run("status").stdout
+    assert "queue      0 new, 1 failed (waiting to retry), 1 given up\n" in text, text
+    hint = "           which, and why: feedsync news --state failed, or --state given-up\n"
+    assert hint in text, text
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert failing in fs.run("news", "--state", "failed").stdout
+    assert removed in fs.run("news", "--state", "given-up").stdout
+
+
 def test_json_and_words_agree_with_the_terminal(fs: FeedsyncEnv, site: Site) -> None:
     """One wording for a feed without a title, null for "none yet" in --json, plurals."""
     empty = site.server.set(
