@@ -768,6 +768,17 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         f"{feeds['failing']} failing, {feeds['disabled']} disabled",
         f"queue      {queue['new']} new, {queue['failed_waiting']} failed (waiting to "
         f"retry), {queue['gone']} given up",
+    ]
+    # the counts alone send the owner hunting: name the listing that says which and why
+    troubled = [
+        name for name, n in (("failed", queue["failed_waiting"]), ("given-up", queue["gone"])) if n
+    ]
+    if troubled:  # commands as typed: "failed|given-up" would be a pipe in a shell
+        lines.append(
+            "           which, and why: feedsync news "
+            + ", or ".join(f"--state {name}" for name in troubled)
+        )
+    lines += [
         f"articles   {articles['today']} today, {articles['total']} in all",
         f"next poll  {t.short_time(report['next_poll_at'], 'none scheduled')}",
     ]

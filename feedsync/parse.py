@@ -283,6 +283,32 @@ def _feedparser(body: bytes, url: str, content_type: str | None) -> Any:
         raise NotAFeed(f"unreadable ({reason})") from None
 
 
+# The start tag of an entry, with any prefix: <item>, <item rdf:about="...">, <rss:item>,
+# <entry>, <atom:entry ...>. Not <items> (RSS 1.0's table of contents in the channel).
+_ENTRY_START = re.compile(r"<(?:[A-Za-z_][\w.-]*:)?(?:item|entry)[\s/>]", re.IGNORECASE)
+# The end tag of a feed's root: </rss>, </feed>, </rdf:RDF>, </atom:feed>.
+_ROOT_END = re.compile(r"</(?:[A-Za-z_][\w.-]*:)?(?:rss|feed|rdf)\s*>", re.IGNORECASE)
+
+
+def _complete_without_entries(body: bytes, encoding: Any) -> bool:
+    """Whether a document in which feedparser found no entry is a whole feed that has none
+    (its root closed, no item or entry started anywhere), rather than one broken before
+    its first entry.
+
+    A hand-made feed with no items today and ``&aacute;`` in its channel title is
+    malformed XML, but nothing in it is lost: taken for a broken feed, it went to
+    "failing" and was polled once a day. A document cut short before or inside its first
+    entry has no end tag for its root, and stays an error. In doubt (an item start tag in
+    a comment, an encoding misjudged) it stays an error too: a feed wrongly called empty
+    would lose its entries without a word. Read in the encoding feedparser found, so that
+    UTF-16 is searched as text."""
+    try:
+        text = body.decode(encoding if isinstance(encoding, str) else "utf-8", "replace")
+    except LookupError:
+        text = body.decode("latin-1")
+    return _ROOT_END.search(text) is not None and _ENTRY_START.search(text) is None
+
+
 def read_feedparser(body: bytes, url: str, content_type: str | None = None) -> RawFeed:
     """The document as feedparser reads it; raises NotAFeed."""
     import feedparser
@@ -299,7 +325,11 @@ def read_feedparser(body: bytes, url: str, content_type: str | None = None) -> R
         if not result.get("version"):
             raise NotAFeed(f"not a feed ({problem or 'no RSS or Atom found'})")
         exc = result.get("bozo_exception")
-        if problem and not isinstance(exc, feedparser.CharacterEncodingOverride):
+        if (
+            problem
+            and not isinstance(exc, feedparser.CharacterEncodingOverride)
+            and not _complete_without_entries(body, result.get("encoding"))
+        ):
             # recognisably a feed, but broken before any entry could be read
             raise NotAFeed(f"malformed feed, no entry readable ({problem})")
     channel = result.get("feed", {})

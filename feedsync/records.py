@@ -77,6 +77,10 @@ class ParsedFeed:
                 f"{r} ({n})" if len(counts) > 1 else r for r, n in sorted(counts.items())
             )
             parts.append(f"{plural(len(self.skip_reasons), 'entry')} skipped: {listed}")
+        if complaint and not self.entries and not self.skip_reasons:
+            # malformed, but whole and empty (parse._complete_without_entries): nothing
+            # was lost, which is what the owner needs to read before the complaint
+            parts.append("no entries in the feed")
         if complaint:
             parts.append(f"malformed: {complaint}")
         return "; ".join(parts) or None

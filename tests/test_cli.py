@@ -274,6 +274,55 @@ def test_feeds_puts_the_consequence_of_a_warning_first(fs: FeedsyncEnv, site: Si
     assert len(warning) <= 80
 
 
+def test_an_empty_feed_with_a_recoverable_error_is_ok_with_its_warning(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """A hand-made feed with no items today and an entity XML does not define in its
+    title: an ok poll with a warning, not a failing feed polled once a day."""
+    body = (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+        b"<title>Noticias de Bogot&aacute;</title><link>http://example.com/</link>"
+        b"<description>Hecho a mano</description></channel></rss>\n"
+    )
+    feed = site.server.set("/bogota.xml", body, "application/rss+xml")
+    fs.configure([feed], poll={"failing_after": 2})
+    fs.run("run")
+    fs.run("run")
+    assert site.hits("/bogota.xml") == 2
+    (health,) = json.loads(fs.run("feeds", "--json").stdout)
+    assert health["health"] == "ok", health
+    assert (health["error_count"], health["last_error"]) == (0, None)
+    assert health["last_success_at"] == health["last_poll_at"]
+    assert health["title"] == "Noticias de Bogotá"
+    assert health["last_warning"].startswith("no entries in the feed; malformed: ")
+    assert "undefined entity" in health["last_warning"]
+    listing = fs.run("feeds").stdout
+    assert "    ok\n" in listing
+    assert "    warning: no entries in the feed; malformed: " in listing
+    assert fs.run("feeds", "--failing").stdout == "no feeds in trouble\n"
+
+
+def test_status_names_the_command_that_lists_failed_articles(fs: FeedsyncEnv, site: Site) -> None:
+    """A count of "1 failed, 1 given up" alone leaves the owner hunting for which ones:
+    status names the listing, and the command it names lists them."""
+    items = [Item("Fine", site.page("fine"))]
+    feed = site.feed("news.xml", items)
+    fs.configure([feed], extract={"retry_backoff": "1h"})
+    fs.run("run")
+    assert "which, and why" not in fs.run("status").stdout  # nothing to point at
+
+    failing, removed = site.page("down", status=500), site.page("removed", status=410)
+    site.feed("news.xml", [*items, Item("Down", failing), Item("Removed", removed)])
+    fs.run("run", expect=None)
+    text = fs.run("status").stdout
+    assert "queue      0 new, 1 failed (waiting to retry), 1 given up\n" in text, text
+    hint = "           which, and why: feedsync news --state failed, or --state given-up\n"
+    assert hint in text, text
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert failing in fs.run("news", "--state", "failed").stdout
+    assert removed in fs.run("news", "--state", "given-up").stdout
+
+
 def test_json_and_words_agree_with_the_terminal(fs: FeedsyncEnv, site: Site) -> None:
     """One wording for a feed without a title, null for "none yet" in --json, plurals."""
     empty = site.server.set(

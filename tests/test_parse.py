@@ -203,6 +203,61 @@ def test_an_empty_but_valid_feed_is_not_an_error() -> None:
     assert parsed.entries == () and parsed.problem is None
 
 
+# Hand-made feeds with no items today: an HTML entity XML does not define in the channel.
+EMPTY_CHANNELS = {
+    "rss": (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+        b"<title>Noticias de Bogot&aacute;</title><link>https://news.example.com/</link>"
+        b"<description>Noticias</description></channel></rss>\n"
+    ),
+    "rss1": (
+        b'<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"'
+        b' xmlns="http://purl.org/rss/1.0/"><channel rdf:about="https://news.example.com/">'
+        b"<title>Noticias de Bogot&aacute;</title><link>https://news.example.com/</link>"
+        b"<items><rdf:Seq></rdf:Seq></items></channel></rdf:RDF>\n<!-- cached -->\n"
+    ),
+    "atom": (
+        b'<?xml version="1.0"?>\n<atom:feed xmlns:atom="http://www.w3.org/2005/Atom">'
+        b"<atom:title>Noticias de Bogot&aacute;</atom:title><atom:id>urn:x</atom:id></atom:feed>"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EMPTY_CHANNELS))
+def test_an_empty_feed_with_a_recoverable_error_is_empty_with_a_warning(kind: str) -> None:
+    """Not "malformed feed, no entry readable": there was no entry to read, and a feed
+    refused here goes to "failing" and is polled once a day."""
+    parsed = parse_feed(EMPTY_CHANNELS[kind], FEED, FETCHED, XML)
+    assert parsed.entries == () and parsed.skipped == 0
+    assert parsed.title == "Noticias de Bogotá"
+    assert parsed.warning is not None
+    # the consequence first: nothing was lost; then what was wrong with the XML
+    assert parsed.warning.startswith("no entries in the feed; malformed: ")
+    assert "undefined entity" in parsed.warning
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # cut inside the first item's start tag, after a channel title with &aacute;
+        EMPTY_CHANNELS["rss"].replace(
+            b"</channel></rss>\n", b"<item><title>One</title></item></channel></rss>"
+        )[: EMPTY_CHANNELS["rss"].index(b"</channel>") + len(b"<item")],
+        EMPTY_CHANNELS["rss1"].replace(
+            b"</channel>", b'</channel><item rdf:about="https://news.example.com/1">'
+        )[: EMPTY_CHANNELS["rss1"].index(b"</channel>") + 40],
+        # cut before its first entry: no item yet, but its root never ends
+        EMPTY_CHANNELS["atom"][: EMPTY_CHANNELS["atom"].index(b"</atom:feed>")],
+        # whole, but an item start tag no parser read: in doubt, refused (never "empty")
+        EMPTY_CHANNELS["rss"].replace(b"</channel>", b"<!-- <item><title>One --></channel>"),
+    ],
+    ids=["rss-cut-in-item-tag", "rss1-cut-in-item-tag", "atom-cut-before-entry", "item-unread"],
+)
+def test_a_feed_broken_before_its_first_entry_is_still_refused(body: bytes) -> None:
+    with pytest.raises(NotAFeed, match="malformed feed, no entry readable"):
+        parse_feed(body, FEED, FETCHED, XML)
+
+
 def test_malformed_but_readable_feed_yields_its_entries() -> None:
     body = rss("<item><title>Fish & chips</title><link>https://news.example.com/f</link></item>")
     parsed = parse_feed(body, FEED, FETCHED, XML)
