@@ -287,6 +287,12 @@ def host_turn(
     return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
 
 
+def held(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> bool:
+    """Whether the host is held whole by a process (a live :data:`HOLD`, as
+    :func:`host_turn` sees it): a process refused a turn there asks for it."""
+    return HOLD in _plausible(now, delay, taken)
+
+
 def may_hold(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> bool:
     """Whether one process may hold the host whole (and pace it in memory): no request
     to it is in flight anywhere, nor is it held by another (``taken`` as in

@@ -435,9 +435,9 @@ class Pass:
         )
         if held:
             del held[: len(given)]
-        if record.host_wanted and not self._holds.company:
+        if record.host_wanted:
             # another process was refused a turn on the held host: nothing more is held
-            await self._release_holds(self._holds.join_company())
+            await self._company_came()
         return record
 
     async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
@@ -604,11 +604,16 @@ class Pass:
         )
         for host, ahead in claim.held:
             self._gate.pace_from(host, ahead)
-        release = self._holds.granted(host for host, _ in claim.held)
-        if claim.others and not self._holds.company:
-            release += self._holds.join_company()
-        await self._release_holds(release)
+        await self._release_holds(self._holds.granted(host for host, _ in claim.held))
+        if claim.others:
+            await self._company_came()
         return claim
+
+    async def _company_came(self) -> None:
+        """Another process is at work on the database: the pass holds nothing more, and
+        gives back at once every held host with no request in flight (holds.HostHolds)."""
+        if not self._holds.company:
+            await self._release_holds(self._holds.join_company())
 
     async def _release_holds(self, hosts: list[str]) -> None:
         """Give back held hosts, each with its next start as this process paced it."""
@@ -640,8 +645,8 @@ class Pass:
                 # to its host one request early. The pass goes on.
                 self.progress.problem(f"held hosts: their lease was not renewed: {exc}")
                 continue
-            if others and not self._holds.company:
-                await self._release_holds(self._holds.join_company())
+            if others:
+                await self._company_came()
 
     def _claim_ahead(self, alone: bool) -> int:
         poll = self.config.poll

@@ -407,13 +407,7 @@ class SQLStorage:
         """In claim_feeds' transaction: hold ``host`` whole (feedsync/holds.py) when no
         request to it is in flight anywhere. Returns the seconds until its next start may
         go (its pace, from the database), or None: not held."""
-        row = self._exec(conn, "host_pace_lock", host=host).fetchone()
-        now = float(row["now"])
-        taken = [
-            (int(r["slot"]), float(r["lease_until"]))
-            for r in self._exec(conn, "host_slots_taken", host=host, now=now)
-            if not (r["owner"] == owner and int(r["slot"]) in (decide.HOLD, decide.WANTED))
-        ]
+        now, next_start, taken = self._host_state(conn, host, besides=owner)
         if not decide.may_hold(now, delay, taken):
             return None
         self._exec(
@@ -424,7 +418,22 @@ class SQLStorage:
             owner=owner,
             lease_until=now + lease,
         )
-        return max(0.0, float(row["next_start"]) - now)
+        return max(0.0, next_start - now)
+
+    def _host_state(
+        self, conn: Connection, host: str, besides: str | None = None
+    ) -> tuple[float, float, list[tuple[int, float]]]:
+        """In a transaction: the host's row locked (PostgreSQL), and the database's clock,
+        the host's next start and its slots as (slot, lease_until). ``besides``: without
+        that owner's hold and its ask for one (its own, renewed rather than refused)."""
+        row = self._exec(conn, "host_pace_lock", host=host).fetchone()
+        now = float(row["now"])
+        taken = [
+            (int(r["slot"]), float(r["lease_until"]))
+            for r in self._exec(conn, "host_slots_taken", host=host, now=now)
+            if not (r["owner"] == besides and int(r["slot"]) in (decide.HOLD, decide.WANTED))
+        ]
+        return now, float(row["next_start"]), taken
 
     def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
         def work(conn: Connection) -> bool:
@@ -533,15 +542,10 @@ class SQLStorage:
         self, host: str, owner: str, slots: int, delay: float, lease: float
     ) -> tuple[int, float] | None:
         def work(conn: Connection) -> tuple[int, float] | None:
-            row = self._exec(conn, "host_pace_lock", host=host).fetchone()
-            now = float(row["now"])
-            taken = [
-                (int(r["slot"]), float(r["lease_until"]))
-                for r in self._exec(conn, "host_slots_taken", host=host, now=now)
-            ]
-            turn = decide.host_turn(now, float(row["next_start"]), delay, taken, slots)
+            now, next_start, taken = self._host_state(conn, host)
+            turn = decide.host_turn(now, next_start, delay, taken, slots)
             if turn is None:
-                if any(slot == decide.HOLD and until > now for slot, until in taken):
+                if decide.held(now, delay, taken):
                     # held whole by another process: ask it to give the host up
                     self._exec(
                         conn,
