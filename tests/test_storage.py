@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS, live_and_card, what_feedsync_sees
+from conftest import BACKENDS, live_and_card, wait_until, what_feedsync_sees
 
 from feedsync.records import (
     FAILED,
@@ -316,6 +316,51 @@ def test_one_poll_stages_its_new_entries_once_among_repeats_and_known_ones(
     again = store.record_poll(intent(b, poll, newest=LATER))
     assert (again.created_ids, again.linked) == ((), 0)
     assert store.counts()["entries"] == 5
+
+
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+def test_an_entry_another_poller_commits_meanwhile_is_linked_not_created(
+    store: SQLStorage, engine: Engine, pg_url: str
+) -> None:
+    # stage_batch waits on the other poller's row, which its snapshot does not hold: the
+    # entry is then found again, linked and dated, and not reported as this poll's
+    import psycopg
+
+    fid = feed_id(store)
+    with psycopg.connect(pg_url) as other, psycopg.connect(pg_url, autocommit=True) as watch:
+        other.execute(
+            "INSERT INTO news_summary (url, title, first_seen_at) VALUES (%s, %s, %s)",
+            ("https://e.com/7", "Story 7", T0),
+        )
+        records: list[Any] = []
+        staging = threading.Thread(
+            target=lambda: records.append(
+                store.record_poll(intent(fid, [entry(6), entry(7, T0)], newest=T0))
+            )
+        )
+        staging.start()
+        wait_until(
+            lambda: (
+                watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                ).fetchone()[0]  # type: ignore[index]
+                == 1
+            ),
+            "the staging statement waiting for the other poller's row",
+        )
+        other.commit()
+        staging.join(60)
+    (record,) = records
+    rows = engine.query("SELECT id, url, published FROM news_summary ORDER BY url")
+    assert [(url, published) for _, url, published in rows] == [
+        ("https://e.com/6", None),
+        ("https://e.com/7", T0),
+    ]
+    assert record.created_ids == (rows[0][0],)
+    assert record.linked == 2
+    links = engine.query("SELECT summary_id FROM feed_entries WHERE feed_id = ?", fid)
+    assert sorted(links) == sorted([(rows[0][0],), (rows[1][0],)])
 
 
 def test_versions_of_a_story_in_one_poll_are_revisions_of_the_first(
