@@ -47,3 +47,22 @@ def test_elsewhere_lines_have_timestamps(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0].endswith(" WARNING feed down") and lines[1].endswith(" INFO all good")
     assert lines[0][:4].isdigit()
+
+
+POOL_SCRIPT = (
+    "import logging; from feedsync import logs; logs.setup(); "
+    "pool = logging.getLogger('psycopg.pool'); "
+    "pool.warning(\"error connecting in 'feedsync': connection refused\"); "
+    "pool.info('connection failed check')"
+)
+
+
+def test_a_postgresql_pool_warning_is_one_line_of_the_daemons_log(tmp_path: Path) -> None:
+    # psycopg_pool's own logger: before, its warnings went to Python's last resort, bare
+    env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
+    with (tmp_path / "stderr").open("w") as err:
+        subprocess.run([sys.executable, "-c", POOL_SCRIPT], stderr=err, env=env, check=True)
+    lines = (tmp_path / "stderr").read_text().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].endswith(" WARNING error connecting in 'feedsync': connection refused")
+    assert lines[0][:4].isdigit()

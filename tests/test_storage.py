@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS, live_and_card, what_feedsync_sees
+from conftest import BACKENDS, live_and_card, wait_until, what_feedsync_sees
 
 from feedsync.records import (
     FAILED,
@@ -273,6 +273,124 @@ def test_a_later_dated_copy_fills_in_a_missing_date(store: SQLStorage, engine: E
     store.record_poll(intent(b, [entry(1, T0)], newest=T0))
     store.record_poll(intent(b, [entry(1, LATER)], newest=LATER))  # an existing date is kept
     assert engine.query("SELECT published FROM news_summary") == [(T0,)]
+
+
+def test_one_poll_stages_its_new_entries_once_among_repeats_and_known_ones(
+    store: SQLStorage, engine: Engine
+) -> None:
+    # PostgreSQL stages a poll in one statement (stage_batch), SQLite entry by entry:
+    # both must name exactly the rows created, in feed order, each stored once
+    a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
+    known = store.record_poll(intent(a, [entry(1, T0), entry(2)])).created_ids
+    poll = [
+        entry(3),  # new, undated here...
+        entry(1, T0),  # known, from feed a
+        entry(4, T0),  # new
+        entry(3, LATER),  # ...a repeat in the same document, which gives its date
+        entry(2, LATER),  # known and undated: this feed dates it
+        entry(4, LATER),  # a repeat whose date is not taken: the first one's stays
+        entry(5),  # new
+    ]
+    record = store.record_poll(intent(b, poll, newest=LATER))
+
+    rows = engine.query("SELECT id, url, published FROM news_summary ORDER BY id")
+    by_url = {url: (row_id, published) for row_id, url, published in rows}
+    assert len(rows) == 5  # 1, 2 from feed a; 3, 4, 5 from this poll, each once
+    assert record.created_ids == tuple(by_url[f"https://e.com/{n}"][0] for n in (3, 4, 5))
+    assert record.created_ids == tuple(sorted(record.created_ids))  # ids follow the feed
+    assert not set(record.created_ids) & set(known)
+    assert record.linked == 5  # every distinct entry of the poll, linked to feed b once
+    assert {n: by_url[f"https://e.com/{n}"][1] for n in range(1, 6)} == {
+        1: T0,
+        2: LATER,
+        3: LATER,
+        4: T0,
+        5: None,
+    }
+    links = engine.query("SELECT feed_id, summary_id FROM feed_entries")
+    assert sorted(links) == sorted(
+        [(a, known[0]), (a, known[1])] + [(b, by_url[f"https://e.com/{n}"][0]) for n in range(1, 6)]
+    )
+    # the rows this poll created are the ones leased to it, for it alone to fetch
+    assert claim(store, "A") == list(known) + list(record.created_ids)
+    again = store.record_poll(intent(b, poll, newest=LATER))
+    assert (again.created_ids, again.linked) == ((), 0)
+    assert store.counts()["entries"] == 5
+
+
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+def test_an_entry_another_poller_commits_meanwhile_is_linked_not_created(
+    store: SQLStorage, engine: Engine, pg_url: str
+) -> None:
+    # stage_batch waits on the other poller's row, which its snapshot does not hold: the
+    # entry is then found again, linked and dated, and not reported as this poll's
+    import psycopg
+
+    fid = feed_id(store)
+    with psycopg.connect(pg_url) as other, psycopg.connect(pg_url, autocommit=True) as watch:
+        other.execute(
+            "INSERT INTO news_summary (url, title, first_seen_at) VALUES (%s, %s, %s)",
+            ("https://e.com/7", "Story 7", T0),
+        )
+        records: list[Any] = []
+        staging = threading.Thread(
+            target=lambda: records.append(
+                store.record_poll(intent(fid, [entry(6), entry(7, T0)], newest=T0))
+            )
+        )
+        staging.start()
+        wait_until(
+            lambda: (
+                watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                ).fetchone()[0]  # type: ignore[index]
+                == 1
+            ),
+            "the staging statement waiting for the other poller's row",
+        )
+        other.commit()
+        staging.join(60)
+    (record,) = records
+    rows = engine.query("SELECT id, url, published FROM news_summary ORDER BY url")
+    assert [(url, published) for _, url, published in rows] == [
+        ("https://e.com/6", None),
+        ("https://e.com/7", T0),
+    ]
+    assert record.created_ids == (rows[0][0],)
+    assert record.linked == 2
+    links = engine.query("SELECT summary_id FROM feed_entries WHERE feed_id = ?", fid)
+    assert sorted(links) == sorted([(rows[0][0],), (rows[1][0],)])
+
+
+def test_versions_of_a_story_in_one_poll_are_revisions_of_the_first(
+    store: SQLStorage, engine: Engine
+) -> None:
+    # one document carrying a story's versions: each later one is linked to the first
+    # (its root), never fetched; a story seen before links to that earlier row
+    fid = feed_id(store)
+    store.record_poll(intent(fid, [Entry("https://e.com/old", "Old story", None, guid="g-old")]))
+    poll = [
+        Entry("https://e.com/x", "Dam opens", None, guid="g-1"),
+        Entry("https://e.com/x", "Dam opened", None),  # same URL, new title
+        Entry("https://e.com/x-moved", "Dam opened today", None, guid="g-1"),  # same GUID
+        Entry("https://e.com/old-2", "Old story, updated", None, guid="g-old"),
+        Entry("https://e.com/y", "Another story", None, guid="g-2"),
+    ]
+    record = store.record_poll(intent(fid, poll))
+    assert len(record.created_ids) == 5 and record.revisions == 3
+    rows = engine.query(
+        "SELECT id, title, revision_of, link_reason, state FROM news_summary ORDER BY id"
+    )
+    old, dam, *_ = (row[0] for row in rows)
+    assert [row[1:] for row in rows] == [
+        ("Old story", None, None, "new"),
+        ("Dam opens", None, None, "new"),
+        ("Dam opened", dam, "same URL, new title", "done"),
+        ("Dam opened today", dam, "same GUID", "done"),
+        ("Old story, updated", old, "same GUID", "done"),
+        ("Another story", None, None, "new"),
+    ]
 
 
 def _stage_same_entry(

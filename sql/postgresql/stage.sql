@@ -38,3 +38,58 @@ UPDATE feeds
        lease_owner = NULL,
        lease_until = NULL
  WHERE id = :feed_id;
+
+-- name: stage_batch
+-- Every candidate of one poll in ONE statement (one round trip to the server, where
+-- stage_insert + stage_lookup + stage_fill_date + stage_link cost one each per entry):
+-- :entries is a JSON array of {ord, url, title, published, summary, author, guid}, one
+-- per (url, title) (feedsync/storage/postgresql.py merges repeats first, as the
+-- per-entry statements would have: the first entry's fields, the first date given).
+-- The rows are inserted in feed order (ids follow it, as one insert per entry gave them).
+-- `created` names exactly the rows this insert created; `found` the rows that were there
+-- before this statement began (its snapshot): their missing date is filled in. Both are
+-- linked to the feed. An entry neither created nor found was inserted by another
+-- transaction that committed while this one ran: the caller looks it up again with the
+-- per-entry statements (a later statement sees that commit).
+WITH input AS (
+    SELECT *
+      FROM jsonb_to_recordset(CAST(:entries AS jsonb))
+           AS i(ord integer, url text, title text, published text, summary text,
+                author text, guid text)
+),
+created AS (
+    INSERT INTO news_summary
+           (url, title, published, summary, author, guid, first_seen_at, lease_owner,
+            lease_until)
+    SELECT url, title, published, summary, author, guid, :now, :owner, :lease_until
+      FROM input
+     ORDER BY ord
+    ON CONFLICT (url, title) DO NOTHING
+    RETURNING id, url, title
+),
+found AS (
+    SELECT s.id, i.url, i.title, i.published
+      FROM input AS i
+      JOIN news_summary AS s ON s.url = i.url AND s.title = i.title
+     WHERE NOT EXISTS (SELECT 1 FROM created AS c WHERE c.url = i.url AND c.title = i.title)
+),
+dated AS (
+    UPDATE news_summary AS s
+       SET published = f.published
+      FROM found AS f
+     WHERE s.id = f.id AND s.published IS NULL AND f.published IS NOT NULL
+),
+linked AS (
+    INSERT INTO feed_entries (feed_id, summary_id, first_seen_at)
+    SELECT :feed_id, id, :now FROM created
+    UNION ALL
+    SELECT :feed_id, id, :now FROM found
+    ON CONFLICT DO NOTHING
+    RETURNING summary_id
+)
+SELECT i.ord, c.id AS created_id, f.id AS found_id,
+       EXISTS (SELECT 1 FROM linked AS l WHERE l.summary_id = coalesce(c.id, f.id)) AS linked
+  FROM input AS i
+  LEFT JOIN created AS c ON c.url = i.url AND c.title = i.title
+  LEFT JOIN found AS f ON f.url = i.url AND f.title = i.title
+ ORDER BY i.ord;
