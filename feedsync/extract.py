@@ -17,8 +17,11 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import os
 import re
+import select
 import signal
+import threading
 from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -214,8 +217,29 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
     )
 
 
-def _warm_up() -> None:
-    """Worker initializer: import trafilatura before the first page arrives.
+def _end_with(pid: int) -> None:
+    """Exit this worker as soon as the process ``pid`` (the feedsync process that started
+    the pool) has ended.
+
+    A feedsync process killed alone (``kill -9``, the OOM killer) left its worker blocked
+    for good on its task queue: a worker holds both ends of that pipe and, through the
+    forkserver's protocol, the write end of the pipe whose end tells the forkserver to
+    exit, and the resource tracker's pipe. So the worker (with trafilatura's ~40 MB), the
+    forkserver and the resource tracker all stayed, and the pool's named semaphores with
+    them in /dev/shm, until the next boot. Once the worker is gone the forkserver sees
+    its pipe end and exits, and the tracker unlinks the semaphores the dead process
+    registered. A thread blocked on a pidfd costs nothing while feedsync lives."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # Linux < 5.3: the old behaviour
+        return
+    select.select([fd], [], [])  # readable once the process has ended
+    os._exit(1)
+
+
+def _warm_up(parent: int | None = None) -> None:
+    """Worker initializer: import trafilatura before the first page arrives, and end
+    with ``parent``, the feedsync process (:func:`_end_with`).
 
     Ctrl-C reaches every process of the terminal's foreground group, workers included:
     the parent decides what a stop means (it gives the pages back and kills the pool),
@@ -224,6 +248,8 @@ def _warm_up() -> None:
     a forkserver this module did not start. SIGTERM keeps its default: the pool ends
     broken workers with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     import trafilatura  # noqa: F401
 
 
@@ -305,6 +331,7 @@ class Extractor:
                 max_workers=self._workers,
                 mp_context=context,
                 initializer=_warm_up,
+                initargs=(os.getpid(),),
                 max_tasks_per_child=TASKS_PER_WORKER,
             )
         return self._pool

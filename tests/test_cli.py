@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sitegen
 from conftest import FeedsyncEnv, Site, cli_env, on_a_terminal, wait_until
 from sitegen import Item
@@ -460,3 +461,76 @@ def test_ctrl_c_typed_at_a_terminal_during_extraction_is_clean(fs: FeedsyncEnv, 
     left = {i: row for i, row in _queue(fs).items() if row[0] != "done"}
     assert left, "the run finished before Ctrl-C; make the pages longer"
     assert all(row == ("new", 0, None) for row in left.values()), left
+
+
+def _session(sid: int) -> set[int]:
+    """The live processes of session ``sid`` (a run started by FeedsyncEnv.start leads
+    its own: its forkserver, resource tracker and extraction workers are in it)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # after the ")" that ends the command name: state, ppid, pgrp, session
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _semaphores_of(pids: set[int]) -> set[Path]:
+    """The multiprocessing semaphores in /dev/shm that these processes have mapped:
+    this run's own, whatever other processes on the machine create meanwhile (glibc
+    maps a semaphore under a temporary name before it links it to its real one, so
+    they are matched by inode)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/dev/shm/"):
+                inodes.add(int(fields[4]))
+    found = set()
+    for path in Path("/dev/shm").glob("sem.mp-*"):
+        try:
+            if path.stat().st_ino in inodes:
+                found.add(path)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_a_run_killed_alone_leaves_no_process_and_no_semaphore(fs: FeedsyncEnv, site: Site) -> None:
+    """``kill -9`` of feedsync (or the OOM killer choosing it) during extraction: its
+    extraction worker, forkserver and resource tracker end too, and the pool's named
+    semaphores leave /dev/shm. They stayed until the next boot, the worker with its
+    ~40 MB of trafilatura, one set per killed run (a small tmpfs on a Pi)."""
+    items = []
+    for n in range(8):
+        paragraphs = sitegen.prose(f"long-{n}", 1200, 4)
+        html = sitegen.article_page(f"Long story {n}", seed=f"long-{n}", paragraphs=paragraphs)
+        items.append(Item(f"Long story {n}", site.server.set(f"/articles/long-{n}", html)))
+    fs.configure([site.feed("long.xml", items)])
+    run = fs.start("run")
+    ours: set[Path] = set()
+    try:
+        wait_until(lambda: _stored(fs) > 0, "an article stored")
+        ours = _semaphores_of(_session(run.pid))
+        assert ours, "the run's pool has no semaphores in /dev/shm: nothing to check"
+        run.kill()  # feedsync alone, not its process group
+        run.wait(timeout=60)
+        wait_until(lambda: not _session(run.pid), "every process of the run to end")
+        left = {path.name for path in ours if path.exists()}
+        assert not left, f"semaphores left in /dev/shm: {left}"
+        assert _stored(fs) < len(items), "the run finished before the kill"
+    finally:
+        if _session(run.pid):  # the test failed: its own processes and semaphores go
+            os.killpg(run.pid, signal.SIGKILL)
+            wait_until(lambda: not _session(run.pid), "the killed run's processes to end")
+            for path in ours:
+                path.unlink(missing_ok=True)
+        run.communicate(timeout=60)
