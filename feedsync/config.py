@@ -3,7 +3,7 @@
 The file is TOML. It is looked for in this order: ``--config FILE``, ``$FEEDSYNC_CONFIG``,
 ``/etc/feedsync/feedsync.toml``, ``$XDG_CONFIG_HOME/feedsync/feedsync.toml``; with none of
 them, per-user defaults under the XDG directories apply. Every key is declared once in
-``_SCHEMA`` below with its type and default, so an unknown key or a bad value is reported
+``_SECTIONS`` below with its type and default, so an unknown key or a bad value is reported
 naming the key (``poll.timeout``) and the file, in one line. Durations are written
 "90s", "30m", "24h", "7d" or combined ("1h30m").
 """
@@ -11,13 +11,18 @@ naming the key (``poll.timeout``) and the file, in one line. Durations are writt
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
+
+from feedsync import values
+from feedsync.identity import AUTO
+from feedsync.values import database_url, parse_duration
+
+__all__ = ["database_url", "parse_duration"]  # re-exported: the CLI reads both
 
 SYSTEM_CONFIG = Path("/etc/feedsync/feedsync.toml")
 
@@ -26,15 +31,29 @@ class ConfigError(Exception):
     """A configuration problem, worded for the user; the CLI prints it and exits 2."""
 
 
+# Every key is declared once, here: its dataclass field carries its default and the
+# parser (feedsync.values) that turns the file's value into it; the sections, the known
+# keys and their validation are derived from these declarations (see _SECTIONS).
+
+
+def _key(parse: Callable[[Any], Any], default: Any = MISSING) -> Any:
+    """A configuration key: a dataclass field whose value the file may set, read by
+    ``parse`` (which raises ValueError with the message shown after the key's name)."""
+    return field(default=default, metadata={"parse": parse})
+
+
 @dataclass(frozen=True)
 class StorageConfig:
-    db: Path  # the live database (on tmpfs when there is a snapshot)
-    snapshot: Path | None  # the card database, everything (the SD card); None: see below
-    snapshot_interval: timedelta = timedelta(hours=1)
+    db: Path = _key(values.path)  # the live database (on tmpfs when there is a snapshot)
+    # the card database, everything (the SD card); None: see from_dict
+    snapshot: Path | None = _key(values.path)
+    snapshot_interval: timedelta = _key(values.duration, timedelta(hours=1))
     # a PostgreSQL server instead of the file (a libpq URI); db and snapshot then unused
-    url: str | None = None
-    ram_budget: int | None = None  # bytes; None: half the live database's file system
-    card_budget: int | None = None  # bytes; None: the card's file system but 5% of it
+    url: str | None = _key(values.database_url, None)
+    # bytes; None: half the live database's file system
+    ram_budget: int | None = _key(values.size, None)
+    # bytes; None: the card's file system but 5% of it
+    card_budget: int | None = _key(values.size, None)
 
     @property
     def live_path(self) -> Path:
@@ -53,16 +72,19 @@ class StorageConfig:
 
 @dataclass(frozen=True)
 class PollConfig:
-    lookback: timedelta = timedelta(hours=24)
-    concurrency: int = 8
-    per_host: int = 2
-    timeout: timedelta = timedelta(seconds=30)
-    interval: timedelta = timedelta(minutes=30)  # for a feed without a publishing history
-    min_interval: timedelta = timedelta(minutes=10)
-    max_interval: timedelta = timedelta(hours=24)
-    max_feed_bytes: int = 10 * 1024 * 1024
-    failing_after: int = 3  # failed polls in a row before a feed shows as failing
-    lease: timedelta = timedelta(minutes=5)  # a feed poll's claim, should its process die
+    lookback: timedelta = _key(values.duration, timedelta(hours=24))
+    concurrency: int = _key(values.positive_int, 8)
+    per_host: int = _key(values.positive_int, 2)
+    timeout: timedelta = _key(values.duration, timedelta(seconds=30))
+    # for a feed without a publishing history
+    interval: timedelta = _key(values.duration, timedelta(minutes=30))
+    min_interval: timedelta = _key(values.duration, timedelta(minutes=10))
+    max_interval: timedelta = _key(values.duration, timedelta(hours=24))
+    max_feed_bytes: int = _key(values.size, 10 * 1024 * 1024)
+    # failed polls in a row before a feed shows as failing
+    failing_after: int = _key(values.positive_int, 3)
+    # a feed poll's claim, should its process die
+    lease: timedelta = _key(values.duration, timedelta(minutes=5))
 
 
 DEFAULT_USER_AGENT = "feedsync/{version} (+https://github.com/feedsync/feedsync)"
@@ -70,48 +92,56 @@ DEFAULT_USER_AGENT = "feedsync/{version} (+https://github.com/feedsync/feedsync)
 
 @dataclass(frozen=True)
 class FetchConfig:
-    user_agent: str = DEFAULT_USER_AGENT  # {version} is replaced
-    allow_private: bool = False  # article pages on loopback/private/link-local addresses
-    host_delay: timedelta = timedelta(seconds=1)  # between two requests to one host
-    max_retry_after: timedelta = timedelta(hours=6)  # a longer Retry-After is capped
+    user_agent: str = _key(values.one_line, DEFAULT_USER_AGENT)  # {version} is replaced
+    # article pages on loopback/private/link-local addresses
+    allow_private: bool = _key(values.boolean, False)
+    # between two requests to one host
+    host_delay: timedelta = _key(values.duration, timedelta(seconds=1))
+    # a longer Retry-After is capped
+    max_retry_after: timedelta = _key(values.duration, timedelta(hours=6))
 
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    max_attempts: int = 5
-    retry_backoff: timedelta = timedelta(minutes=15)
-    workers: int = 2
-    timeout: timedelta = timedelta(seconds=60)
-    max_page_bytes: int = 5 * 1024 * 1024
-    lease: timedelta = timedelta(minutes=15)
+    max_attempts: int = _key(values.positive_int, 5)
+    retry_backoff: timedelta = _key(values.duration, timedelta(minutes=15))
+    workers: int = _key(values.positive_int, 2)
+    timeout: timedelta = _key(values.duration, timedelta(seconds=60))
+    max_page_bytes: int = _key(values.size, 5 * 1024 * 1024)
+    lease: timedelta = _key(values.duration, timedelta(minutes=15))
 
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    news_days: int = 90  # extracted articles older than this are pruned; 0: kept forever
-    tombstone_days: int = 365  # their news_summary rows stay this long, so never refetched
+    # extracted articles older than this are pruned; 0: kept forever
+    news_days: int = _key(values.days, 90)
+    # their news_summary rows stay this long, so never refetched
+    tombstone_days: int = _key(values.days, 365)
 
 
 @dataclass(frozen=True)
 class DaemonConfig:
-    tick: timedelta = timedelta(seconds=60)  # how often the daemon looks for due work
+    # how often the daemon looks for due work
+    tick: timedelta = _key(values.duration, timedelta(seconds=60))
 
 
 @dataclass(frozen=True)
 class IdentityConfig:
-    window: timedelta = timedelta(days=7)  # how far back revisions and duplicates are sought
+    # how far back revisions and duplicates are sought
+    window: timedelta = _key(values.duration, timedelta(days=7))
 
 
 @dataclass(frozen=True)
 class MetricsConfig:
     # a file for node_exporter's textfile collector (Prometheus text format); None: off
-    textfile: Path | None = None
+    textfile: Path | None = _key(values.textfile, None)
 
 
 @dataclass(frozen=True)
 class FeedConfig:
-    url: str
-    identity: str = "auto"  # "url+title": no revision/duplicate heuristics for this feed
+    url: str = _key(values.feed_url)
+    # "url+title": no revision/duplicate heuristics for this feed
+    identity: str = _key(values.identity_mode, AUTO)
 
 
 @dataclass(frozen=True)
@@ -128,165 +158,18 @@ class Config:
     source: Path | None = None  # the file this came from; None for built-in defaults
 
 
-# ---------------------------------------------------------------- value parsers
+def _keys(cls: type) -> dict[str, Callable[[Any], Any]]:
+    """A section's keys and their parsers, from its dataclass's declarations."""
+    return {f.name: f.metadata["parse"] for f in fields(cls) if "parse" in f.metadata}
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
-_DURATION_UNITS = {
-    "ms": 0.001,
-    "s": 1,
-    "m": 60,
-    "h": 3600,
-    "d": 86400,
-    "w": 7 * 86400,
+
+# section -> key -> parser: every [section] is a field of Config whose type declares keys
+_SECTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    name: _keys(kind)
+    for name, kind in get_type_hints(Config).items()
+    if isinstance(kind, type) and is_dataclass(kind) and _keys(kind)
 }
-
-
-def parse_duration(text: str) -> timedelta:
-    """Parse "90s", "30m", "24h", "7d", "1h30m"; raises ValueError otherwise."""
-    compact = text.strip().replace(" ", "")
-    parts = _DURATION_PART.findall(compact)
-    if not compact or "".join(n + u for n, u in parts) != compact:
-        raise ValueError(text)
-    return timedelta(seconds=sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
-
-
-def _duration(value: Any) -> timedelta:
-    if not isinstance(value, str):
-        raise ValueError('expected a duration string like "90s", "30m" or "24h"')
-    try:
-        return parse_duration(value)
-    except ValueError:
-        raise ValueError(f'expected a duration like "90s", "30m" or "24h", got "{value}"') from None
-
-
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
-    return value
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n"):
-        raise ValueError(f"expected one line of text, got {value!r}")
-    return value.strip()
-
-
-def _days(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"expected a number of days (0 for never), got {value!r}")
-    return value
-
-
-def _size(value: Any) -> int:
-    """A byte size: an integer, or "10MB" / "512KB" / "5MiB"."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*", value, re.IGNORECASE)
-        if m:
-            unit = (m.group(2) or "B").lower()
-            mult = {
-                "b": 1,
-                "kb": 1000,
-                "kib": 1024,
-                "mb": 10**6,
-                "mib": 2**20,
-                "gb": 10**9,
-                "gib": 2**30,
-            }[unit]
-            if int(m.group(1)) > 0:
-                return int(m.group(1)) * mult
-    raise ValueError(f'expected a size like "10MB" or a number of bytes, got {value!r}')
-
-
-def _path(value: Any) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected a file path, got {value!r}")
-    return Path(value).expanduser()
-
-
-def _textfile(value: Any) -> Path:
-    """node_exporter's textfile collector reads only files named ``*.prom``."""
-    path = _path(value)
-    if path.suffix != ".prom":
-        raise ValueError(
-            f"expected a file name ending in .prom (node_exporter reads only those), got {value!r}"
-        )
-    return path
-
-
-def database_url(value: Any) -> str:
-    """A libpq connection URI; the password in it stays out of every message."""
-    if not isinstance(value, str) or not re.match(r"(?i)^postgres(ql)?://", value.strip()):
-        raise ValueError(
-            'expected a PostgreSQL URI like "postgresql://user@host:5432/feedsync" '
-            "(or postgresql:///feedsync?host=/run/postgresql)"
-        )
-    return value.strip()
-
-
-def _feed_url(value: Any) -> str:
-    if not isinstance(value, str) or not re.match(r"(?i)^https?://[^/\s]+", value.strip()):
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-    return value.strip()
-
-
-# key -> parser; the dataclass field of the same name receives the parsed value
-_SCHEMA: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "storage": {
-        "db": _path,
-        "snapshot": _path,
-        "snapshot_interval": _duration,
-        "url": database_url,
-        "ram_budget": _size,
-        "card_budget": _size,
-    },
-    "poll": {
-        "lookback": _duration,
-        "concurrency": _positive_int,
-        "per_host": _positive_int,
-        "timeout": _duration,
-        "interval": _duration,
-        "min_interval": _duration,
-        "max_interval": _duration,
-        "max_feed_bytes": _size,
-        "failing_after": _positive_int,
-        "lease": _duration,
-    },
-    "extract": {
-        "max_attempts": _positive_int,
-        "retry_backoff": _duration,
-        "workers": _positive_int,
-        "timeout": _duration,
-        "max_page_bytes": _size,
-        "lease": _duration,
-    },
-    "fetch": {
-        "user_agent": _text,
-        "allow_private": _bool,
-        "host_delay": _duration,
-        "max_retry_after": _duration,
-    },
-    "retention": {"news_days": _days, "tombstone_days": _days},
-    "daemon": {"tick": _duration},
-    "identity": {"window": _duration},
-    "metrics": {"textfile": _textfile},
-}
-
-
-def _identity(value: Any) -> str:
-    if value not in ("auto", "url+title"):
-        raise ValueError(f'expected "auto" or "url+title", got {value!r}')
-    return str(value)
-
-
-_FEED_KEYS: dict[str, Callable[[Any], Any]] = {"url": _feed_url, "identity": _identity}
+_FEED_KEYS = _keys(FeedConfig)
 
 
 # ---------------------------------------------------------------- locating and loading
@@ -362,12 +245,12 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         return ConfigError(f"{where}{key}: {message}")
 
     for top in raw:
-        if top not in _SCHEMA and top != "feeds":
-            known = ", ".join(sorted([*_SCHEMA, "feeds"]))
+        if top not in _SECTIONS and top != "feeds":
+            known = ", ".join(sorted([*_SECTIONS, "feeds"]))
             raise fail(top, f"unknown section (known: {known})")
 
     sections: dict[str, dict[str, Any]] = {}
-    for name, keys in _SCHEMA.items():
+    for name, keys in _SECTIONS.items():
         table = raw.get(name, {})
         if not isinstance(table, dict):
             raise fail(name, "expected a [section] table")

@@ -169,3 +169,34 @@ def test_per_host_may_exceed_one_pollers_concurrency() -> None:
     concurrency 8 may well share 16 requests to one host."""
     cfg = config.from_dict({"poll": {"concurrency": 8, "per_host": 16}})
     assert (cfg.poll.concurrency, cfg.poll.per_host) == (8, 16)
+
+
+def test_the_readme_documents_every_key_and_only_those() -> None:
+    """Each key is declared once (its dataclass field, with its parser); README's table
+    is what users read: a key added or removed in one and not the other is caught here,
+    and every documented default is a value the key's own parser accepts."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = {row.split("`")[1] for row in rows}
+    declared = {f"{name}.{key}" for name, keys in config._SECTIONS.items() for key in keys}
+    declared |= {f"[[feeds]] {key}" for key in config._FEED_KEYS}
+    assert documented == declared
+    for row in rows:
+        name, default = row.split("`")[1], row.split("|")[2].strip()
+        if default.startswith('`"') and "<" not in default:  # a literal TOML string
+            section_name, _, key = name.rpartition(".")
+            parse = (
+                config._SECTIONS.get(section_name, {}).get(key)
+                or config._FEED_KEYS[key.split()[-1]]
+            )
+            parse(default.strip("`").strip('"'))
+
+
+def test_a_feed_identity_names_the_modes_of_identity() -> None:
+    from feedsync import identity
+
+    with pytest.raises(ConfigError) as err:
+        config.from_dict({"feeds": [{"url": "https://example.com/rss", "identity": "guid"}]})
+    assert all(f'"{mode}"' in str(err.value) for mode in identity.MODES)
+    assert "feeds[0].identity" in str(err.value)

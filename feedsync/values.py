@@ -1,0 +1,129 @@
+"""The values a configuration file may hold, each a parser from TOML to Python.
+
+A key's declaration in :mod:`feedsync.config` names one of these; each raises ValueError
+with the sentence the user reads after the key's name (``poll.timeout: expected a
+duration like "90s", "30m" or "24h", got "soon"``), so every message is worded here once.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from feedsync.identity import MODES
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_DURATION_UNITS = {
+    "ms": 0.001,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 7 * 86400,
+}
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse "90s", "30m", "24h", "7d", "1h30m"; raises ValueError otherwise."""
+    compact = text.strip().replace(" ", "")
+    parts = _DURATION_PART.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(text)
+    return timedelta(seconds=sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def duration(value: Any) -> timedelta:
+    if not isinstance(value, str):
+        raise ValueError('expected a duration string like "90s", "30m" or "24h"')
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f'expected a duration like "90s", "30m" or "24h", got "{value}"') from None
+
+
+def positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def one_line(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n"):
+        raise ValueError(f"expected one line of text, got {value!r}")
+    return value.strip()
+
+
+def days(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected a number of days (0 for never), got {value!r}")
+    return value
+
+
+def size(value: Any) -> int:
+    """A byte size: an integer, or "10MB" / "512KB" / "5MiB"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*(B|KB|KiB|MB|MiB|GB|GiB)?\s*", value, re.IGNORECASE)
+        if m:
+            unit = (m.group(2) or "B").lower()
+            mult = {
+                "b": 1,
+                "kb": 1000,
+                "kib": 1024,
+                "mb": 10**6,
+                "mib": 2**20,
+                "gb": 10**9,
+                "gib": 2**30,
+            }[unit]
+            if int(m.group(1)) > 0:
+                return int(m.group(1)) * mult
+    raise ValueError(f'expected a size like "10MB" or a number of bytes, got {value!r}')
+
+
+def path(value: Any) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a file path, got {value!r}")
+    return Path(value).expanduser()
+
+
+def textfile(value: Any) -> Path:
+    """node_exporter's textfile collector reads only files named ``*.prom``."""
+    found = path(value)
+    if found.suffix != ".prom":
+        raise ValueError(
+            f"expected a file name ending in .prom (node_exporter reads only those), got {value!r}"
+        )
+    return found
+
+
+def database_url(value: Any) -> str:
+    """A libpq connection URI; the password in it stays out of every message."""
+    if not isinstance(value, str) or not re.match(r"(?i)^postgres(ql)?://", value.strip()):
+        raise ValueError(
+            'expected a PostgreSQL URI like "postgresql://user@host:5432/feedsync" '
+            "(or postgresql:///feedsync?host=/run/postgresql)"
+        )
+    return value.strip()
+
+
+def feed_url(value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"(?i)^https?://[^/\s]+", value.strip()):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.strip()
+
+
+def identity_mode(value: Any) -> str:
+    """A feed's identity mode: one of :data:`feedsync.identity.MODES`."""
+    if value not in MODES:
+        expected = " or ".join(f'"{mode}"' for mode in MODES)
+        raise ValueError(f"expected {expected}, got {value!r}")
+    return str(value)
