@@ -2,7 +2,7 @@
 
 Several processes on one database share a host's politeness (``[poll] per_host``
 requests at once, ``[fetch] host_delay`` between two starts) through the database: each
-request takes a turn there, one write transaction (fetch.HostGate). A process alone on
+request takes a turn there, one write transaction (hosts.HostGate). A process alone on
 its database needs none of that: it can pace the host by itself. So a pass that finds
 itself alone **holds** the hosts it polls: the claim transaction that takes a host's
 feeds (storage.claim_feeds) also writes a hold on the host (a host_slots row, slot

@@ -49,7 +49,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import httpx
 
-from feedsync import decide, fetch, logs, timestamps
+from feedsync import decide, fetch, hosts, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
 from feedsync.config import Config
@@ -131,7 +131,7 @@ class Pass:
         self.rng = rng or random.Random()
         self.stats = RunStats()
         self.save_every = save_every
-        self._gate = fetch.HostGate(1, 1)  # the pass's own, set up in _run
+        self._gate = hosts.HostGate(1, 1)  # the pass's own, set up in _run
         self._due_before: str | None = None  # due-only passes: the feeds' due time, in _run
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._host_backoff: dict[str, int] = {}  # hosts in a 429/503 backoff: its count
@@ -256,7 +256,7 @@ class Pass:
                 self.stats.not_taking = full
                 self._problem(full)
         fetching = self.config.fetch
-        self._gate = fetch.HostGate(
+        self._gate = hosts.HostGate(
             poll.concurrency, poll.per_host, fetching.host_delay, shared=_SharedHosts(self)
         )
         for host, (not_before, count) in (
@@ -476,7 +476,7 @@ class Pass:
                         etag=feed.etag,
                         last_modified=feed.last_modified,
                     )
-            except fetch.HostBlocked:  # it said 429/503 while this feed waited for its turn
+            except hosts.HostBlocked:  # it said 429/503 while this feed waited for its turn
                 await self._on_lane(self.storage.release_feed, feed.id, self.owner)
                 self._defer()
                 return
@@ -741,7 +741,7 @@ class Pass:
             if kind not in HTML_TYPES:
                 raise ExtractError(f"not an HTML page ({kind}): skipped", permanent=True)
             article = await self._extractor.extract(page.body, page.url, page.content_type)
-        except fetch.HostBlocked:  # it said 429/503 while this one waited for its turn
+        except hosts.HostBlocked:  # it said 429/503 while this one waited for its turn
             await self._on_lane(self.storage.release_job, job.id, self.owner)
             self.stats.deferred += 1
         except fetch.FetchError as exc:
@@ -812,7 +812,7 @@ def _unexpected(exc: BaseException) -> str:
 
 
 class _SharedHosts:
-    """fetch.SharedHosts through the pass's storage, on its lane: the host's turn in the
+    """hosts.SharedHosts through the pass's storage, on its lane: the host's turn in the
     database. Its slot is leased for ``[poll] lease`` but at most decide.SLOT_LEASE, renewed
     while the request runs: a poller that dies holds a host's slot no longer than that
     (a request may last ``[poll] timeout``, far too long to block the host for)."""

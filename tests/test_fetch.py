@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.abc
-import itertools
 import sys
-import time
 from collections.abc import Coroutine
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -129,61 +126,6 @@ def test_redirects_are_followed_and_loops_stopped(server: LocalServer) -> None:
     server.set("/b", "", status=302, headers={"Location": "/a"}, conditional=False)
     with pytest.raises(fetch.FetchError, match="more than 5 redirects"):
         run(get(server.url("/a")))
-
-
-def test_host_gate_caps_concurrency_per_host() -> None:
-    async def main() -> tuple[int, int]:
-        gate = fetch.HostGate(total=4, per_host=2)
-        active: dict[str, int] = {"a": 0, "b": 0}
-        peak: dict[str, int] = {"a": 0, "b": 0}
-
-        async def job(host: str) -> None:
-            async with gate.slot(host):
-                active[host] += 1
-                peak[host] = max(peak[host], active[host])
-                await asyncio.sleep(0.01)
-                active[host] -= 1
-
-        await asyncio.gather(*(job(h) for h in "aaaaaabbbbbb"))
-        return peak["a"], peak["b"]
-
-    assert asyncio.run(main()) == (2, 2)
-
-
-def test_host_gate_lets_another_host_go_before_a_busy_hosts_queue() -> None:
-    """One global slot, four requests queued for host a, then one for host b: b goes
-    second. The ones waiting for a's turn hold no global slot."""
-
-    async def main() -> list[str]:
-        gate = fetch.HostGate(total=1, per_host=1)
-        order: list[str] = []
-
-        async def job(host: str) -> None:
-            async with gate.slot(host):
-                order.append(host)
-                await asyncio.sleep(0.01)
-
-        await asyncio.gather(*(job(h) for h in "aaaab"))
-        return order
-
-    assert asyncio.run(main()) == ["a", "b", "a", "a", "a"]
-
-
-def test_host_gate_spaces_requests_to_one_host() -> None:
-    async def main() -> list[float]:
-        gate = fetch.HostGate(total=8, per_host=8, delay=timedelta(seconds=0.2))
-        starts: list[float] = []
-
-        async def job() -> None:
-            async with gate.slot("example.com"):
-                starts.append(time.monotonic())
-
-        await asyncio.gather(*(job() for _ in range(4)))
-        return starts
-
-    starts = asyncio.run(main())
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert all(gap >= 0.19 for gap in gaps), gaps  # never sooner than the delay
 
 
 def test_page_clients_refuse_private_addresses_before_any_request(server: LocalServer) -> None:

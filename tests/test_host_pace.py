@@ -27,7 +27,7 @@ import pytest
 from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
-from feedsync import decide, fetch
+from feedsync import decide, hosts
 from feedsync.localserver import LocalServer
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
@@ -112,10 +112,10 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
     async def scenario() -> tuple[list[float], FakeShared, FakeShared]:
         # two gates (two processes) over one shared pace: starts spaced across both
         shared = FakeShared(slots=1, delay=0.1)
-        gates = [fetch.HostGate(8, 4, timedelta(0), shared=shared) for _ in range(2)]
+        gates = [hosts.HostGate(8, 4, timedelta(0), shared=shared) for _ in range(2)]
         starts: list[float] = []
 
-        async def request(gate: fetch.HostGate) -> None:
+        async def request(gate: hosts.HostGate) -> None:
             async with gate.slot("h") as ok:
                 assert ok
                 starts.append(time.monotonic())
@@ -124,7 +124,7 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
         await asyncio.gather(*(request(gates[i % 2]) for i in range(6)))
         # `first` saying no: no turn taken at all
         untouched = FakeShared(slots=1, delay=1.0)
-        gate = fetch.HostGate(8, 4, shared=untouched)
+        gate = hosts.HostGate(8, 4, shared=untouched)
 
         async def no() -> bool:
             return False
@@ -146,7 +146,7 @@ def test_the_gate_renews_the_slot_of_a_request_that_outlasts_its_lease() -> None
     async def scenario() -> FakeShared:
         shared = FakeShared(slots=1, delay=0.0)
         shared.renew_every = 0.02
-        gate = fetch.HostGate(8, 4, shared=shared)
+        gate = hosts.HostGate(8, 4, shared=shared)
         async with gate.slot("h"):
             # a slow answer: until it is in, the slot stays ours
             await wait_for(lambda: len(shared.renewed) >= 3)
