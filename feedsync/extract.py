@@ -32,6 +32,7 @@ from feedsync.terminal import clean
 if TYPE_CHECKING:
     # The pool's modules (multiprocessing, pickle: ~2.5 ms) are imported when a pass has
     # something to extract (Extractor._ensure_pool), not by every run that imports this.
+    import multiprocessing.process
     from concurrent.futures import Future, ProcessPoolExecutor
 
 # Recycle a worker after this many pages: bounds slow leaks in lxml/trafilatura caches.
@@ -307,6 +308,17 @@ def _outcome(future: Future[Article]) -> asyncio.Future[Article]:
 # ---------------------------------------------------------------- parent side
 
 
+def worker_processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
+    """The pool's live worker processes, to kill when the pool is stuck or broken.
+
+    concurrent.futures has no public way to reach them before Python 3.14
+    (``ProcessPoolExecutor.kill_workers``): this reads the private ``_processes`` map,
+    here only. tests/test_extract.py fails if a Python upgrade renames it, rather than
+    leaving stuck workers running. A broken pool has already set it to None."""
+    found = getattr(pool, "_processes", None) or {}
+    return list(found.values())
+
+
 class Extractor:
     """A bounded pool of extraction workers, started on first use."""
 
@@ -381,8 +393,7 @@ class Extractor:
         if self._pool is pool:
             self._pool = None
             self._submitted = False
-        # A broken pool has already set its _processes to None.
-        processes = list((getattr(pool, "_processes", None) or {}).values())
+        processes = worker_processes(pool)
         pool.shutdown(wait=False, cancel_futures=False)
         for process in processes:
             with contextlib.suppress(Exception):

@@ -17,7 +17,14 @@ import pytest
 import sitegen
 from conftest import corpus_or_skip, wait_until
 
-from feedsync.extract import ExtractError, Extractor, _deadline, _PageTimeout, extract_html
+from feedsync.extract import (
+    ExtractError,
+    Extractor,
+    _deadline,
+    _PageTimeout,
+    extract_html,
+    worker_processes,
+)
 from feedsync.records import Article
 
 
@@ -123,6 +130,21 @@ def test_the_worker_pool_extracts_pages_side_by_side() -> None:
     texts = asyncio.run(main())
     for slug, text in texts.items():
         assert sitegen.prose(slug)[0] in text
+
+
+def test_a_stuck_pools_workers_can_be_found_to_kill() -> None:
+    """A pool stuck in C code is discarded by killing its workers; concurrent.futures
+    offers no public way to find them before Python 3.14, so worker_processes reads a
+    private attribute. If an upgrade renames it, this fails here, instead of stuck
+    workers (each ~40 MB of trafilatura on a Pi) being left running."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        pid = pool.submit(os.getpid).result(timeout=60)
+        found = worker_processes(pool)
+        assert [process.pid for process in found] == [pid]
+        assert all(process.is_alive() for process in found)
 
 
 def test_workers_killed_mid_page_fail_their_pages_and_the_next_gets_fresh_workers() -> None:
