@@ -92,14 +92,6 @@ INSERT OR REPLACE INTO feeds SELECT * FROM live.feeds EXCEPT SELECT * FROM feeds
 -- name: card_removed_feeds
 SELECT id FROM feeds WHERE id NOT IN (SELECT id FROM live.feeds);
 
--- name: card_remove_feed_links
--- No feed_id index on the card (links are keyed by entry, so they are appended): a
--- removed feed's links are found by a scan, which `feedsync remove` can afford.
-DELETE FROM feed_entries WHERE feed_id = :id;
-
--- name: card_remove_feed
-DELETE FROM feeds WHERE id = :id;
-
 -- name: card_save_entries
 -- Entries new or changed in the live database (state, attempts, a revision's link...).
 INSERT OR REPLACE INTO news_summary
@@ -117,15 +109,13 @@ SELECT id FROM (
 ) ORDER BY id;
 
 -- name: card_articles_in
--- Which of these articles a month holds already, with what the index has of them.
+-- Which of these articles a month holds already, with what the index has of them (read
+-- again after the save, for the index entries of the new text).
 SELECT id, title, body FROM news_{month} WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: card_save_articles
 INSERT OR REPLACE INTO news_{month}
 SELECT * FROM live.news WHERE id IN (SELECT value FROM json_each(:ids));
-
--- name: card_saved_articles
-SELECT id, title, body FROM news_{month} WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: card_save_hosts_gone
 DELETE FROM hosts WHERE host NOT IN (SELECT host FROM live.hosts);

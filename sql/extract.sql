@@ -39,14 +39,16 @@ SELECT f.title
  LIMIT 1;
 
 -- name: extract_save
--- The article, once (:title and :feed_title from the two queries above).
-INSERT OR IGNORE INTO news
+-- The article, once (:title and :feed_title from the two queries above). ON CONFLICT,
+-- not INSERT OR IGNORE: both engines read it, and only a second copy is ignored.
+INSERT INTO news
        (summary_id, url, title, published, feed_title, author, language, body, fetched_at,
         canonical_url, fingerprint)
 SELECT s.id, s.url, :title, :published, :feed_title, :author, :language, :body,
        :fetched_at, :canonical_url, :fingerprint
   FROM news_summary AS s
- WHERE s.id = :id;
+ WHERE s.id = :id
+ON CONFLICT DO NOTHING;
 
 -- name: extract_done
 UPDATE news_summary

@@ -513,8 +513,11 @@ class Card:
             q = queries()
             conn.execute(q["card_save_feeds"])
             for row in conn.execute(q["card_removed_feeds"]).fetchall():
-                conn.execute(q["card_remove_feed_links"], {"id": row["id"]})
-                conn.execute(q["card_remove_feed"], {"id": row["id"]})
+                # the same deletes as `feedsync remove`'s, on the card (main) this time; no
+                # feed_id index there (links are appended by entry): a scan, which a
+                # removal can afford
+                conn.execute(q["feed_delete_links"], {"id": row["id"]})
+                conn.execute(q["feed_delete"], {"id": row["id"]})
             conn.execute(q["card_save_entries"])
             conn.execute(q["card_save_links"])
             articles = self._save_articles(conn, now)
@@ -558,7 +561,7 @@ class Card:
             )
             if indexed:
                 again = json.dumps([r["id"] for r in indexed])
-                for row in conn.execute(sql("card_saved_articles", month), {"ids": again}):
+                for row in conn.execute(sql("card_articles_in", month), {"ids": again}):
                     conn.execute(sql("card_index_article", month), _index_row(row))
             left -= {int(r["id"]) for r in held}
             if not left:

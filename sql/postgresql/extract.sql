@@ -25,14 +25,3 @@ UPDATE news_summary
          LIMIT :limit
            FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id, url, title, published, author, attempts;
-
--- name: extract_save
--- The article, once (:title and :feed_title from sql/extract.sql's queries).
-INSERT INTO news
-       (summary_id, url, title, published, feed_title, author, language, body, fetched_at,
-        canonical_url, fingerprint)
-SELECT s.id, s.url, :title, :published, :feed_title, :author, :language, :body,
-       :fetched_at, :canonical_url, :fingerprint
-  FROM news_summary AS s
- WHERE s.id = :id
-ON CONFLICT DO NOTHING;
