@@ -178,7 +178,7 @@ def render(report: Mapping[str, Any], written_at: float) -> str:
         ({"disk": "ram"}, where.get("ram_disk_free")),
         ({"disk": "card"}, where.get("card_disk_free")),
     )
-    if where["engine"] == "sqlite":
+    if where.get("snapshot") is not None:  # a card: it can be full, read-only or behind
         gauge(
             "problem",
             "1 while it lasts: nearly_full (a database near its budget or its disk), "

@@ -4,8 +4,8 @@ whether the extraction stage runs: ``--no-extract`` stages the new entries and s
 
     python bench/drivers/feedsync_pass.py CONFIG [--no-extract]
 
-Mirrors ``feedsync.cli.cmd_run``: load the config, open the storage and bring the config's
-feeds in (the CLI's own ``_open``), one :class:`feedsync.pipeline.Pass`, close. Prints the
+Mirrors ``feedsync.cli.service.cmd_run``: load the config, open the storage and bring the config's
+feeds in (the CLI's own ``open_storage``), one :class:`feedsync.pipeline.Pass`, close. Prints the
 pass's counters as one JSON line.
 """
 
@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict
 
 from feedsync import config as config_module
-from feedsync.cli import _open
+from feedsync.cli.common import open_storage as _open
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 

@@ -98,6 +98,11 @@ class Storage(Protocol):
 
     def close(self) -> None: ...
 
+    # ``with open_storage(...) as storage:`` closes it, whatever happens inside
+    def __enter__(self) -> Storage: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
     # -- the feed list
     def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
         """Make the config file's feeds present and enabled (with their identity mode when
@@ -346,3 +351,23 @@ def restore_snapshot(
     since = timestamps.to_iso(timestamps.now() - (keep or Keep()).live)
     card.restore(config.live_path, config.card_path, since, force=force, notice=notice)
     return str(config.card_path)
+
+
+# ---------------------------------------------------------------- for the commands
+# What the commands say and decide about where the data is, without naming an engine.
+
+#: ``feedsync status``'s snapshot line for a database that saves to no card
+NO_CARD = "a PostgreSQL database is backed up with pg_dump"
+
+
+def saves_to_card(config: StorageConfig) -> bool:
+    """True: the database is a file on the RAM disk, saved to the card by snapshots;
+    False: a server's database ([storage] url), backed up by the server's own tools."""
+    return config.url is None
+
+
+def display_url(url: str) -> str:
+    """A database URL fit to print: the server and the database, never a password."""
+    from feedsync.storage.postgresql import display_url as shown
+
+    return shown(url)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from feedsync import decide, identity
-from feedsync import search as fulltext
 from feedsync.records import (
     FAILED,
     GONE,
@@ -39,6 +38,7 @@ from feedsync.records import (
     StagedEntry,
     StorageStatus,
 )
+from feedsync.storage import search as fulltext
 
 T = TypeVar("T")
 
@@ -81,6 +81,13 @@ class SQLStorage:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Closed on the way out of a ``with`` block, error or not (the error goes on)."""
+        self.close()
 
     def snapshot(self, force: bool = False) -> SnapshotResult | None:
         raise NotImplementedError

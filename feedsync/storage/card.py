@@ -54,8 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from feedsync import search
-from feedsync.storage import CardReadOnly, StorageError, budget, busy, sqlfiles
+from feedsync.storage import CardReadOnly, StorageError, budget, busy, search, sqlfiles
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 from feedsync.terminal import plural, short_time
 from feedsync.timestamps import from_iso

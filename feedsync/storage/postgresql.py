@@ -38,7 +38,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from feedsync import identity
-from feedsync import search as fulltext
 from feedsync.records import (
     Entry,
     NewsItem,
@@ -49,6 +48,7 @@ from feedsync.records import (
     StorageStatus,
 )
 from feedsync.storage import StorageError, StorageUnavailable
+from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, like_escape, search_hit
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 

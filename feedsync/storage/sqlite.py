@@ -38,7 +38,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from feedsync import search as fulltext
 from feedsync import timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
@@ -54,6 +53,7 @@ from feedsync.records import (
 )
 from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
 from feedsync.storage import card as cards
+from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, search_hit
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 

@@ -1,0 +1,234 @@
+"""The subscriptions: ``add``, ``remove``, ``feeds`` (their health) and OPML import and
+export."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from feedsync import config as config_module
+
+if TYPE_CHECKING:
+    from feedsync.config import Config
+    from feedsync.records import FeedHealth
+from feedsync.cli.common import EXIT_OK, UsageError, atomic_text, feed_ref, open_storage
+
+
+def _user_feed_url(url: str) -> str:
+    from feedsync.canonical import canonical_url
+
+    canonical = canonical_url(url)
+    if canonical is None:
+        raise UsageError(f"not an http:// or https:// URL: {url!r}")
+    return canonical
+
+
+def cmd_add(args: argparse.Namespace, config: Config) -> int:
+    """Add the feed at URL, or the feed the page at URL names, then poll it once (its
+    entries staged; their articles come with the next run or daemon tick)."""
+    import asyncio
+
+    from feedsync import progress, terminal, timestamps
+    from feedsync.discover import NoFeed, find_feed
+    from feedsync.pipeline import Pass
+
+    url = _user_feed_url(args.url)
+    try:
+        found = asyncio.run(
+            find_feed(
+                url,
+                deadline=config.poll.timeout.total_seconds(),
+                max_bytes=config.poll.max_feed_bytes,
+                agent=config.fetch.user_agent,
+            )
+        )
+    except NoFeed as exc:
+        raise UsageError(str(exc)) from None
+    with open_storage(config) as storage:
+        added = storage.add_feed(found.url, timestamps.to_iso(timestamps.now()), args.category)
+        if not added:
+            print(f"already there: {found.url}")
+            return EXIT_OK
+        feed_id = storage.feed_id(found.url)
+        assert feed_id is not None
+        stats = Pass(
+            config, storage, progress.PlainProgress(summary=False), only={feed_id}, extract=False
+        ).run()
+    via = "" if found.url == url else f" (found through {url})"
+    title = terminal.clean(found.title or terminal.NO_TITLE, one_line=True)
+    print(
+        f"added {found.url}{via}: {title}, {terminal.plural(stats.staged, 'entry')} staged;"
+        " their articles come with the next run"
+    )
+    return EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace, config: Config) -> int:
+    with open_storage(config) as storage:
+        _, url = feed_ref(storage, args.feed)
+        if url in config_module.feed_urls(config):
+            raise UsageError(
+                f"{url} is listed in {config.source}: delete it there "
+                "(feedsync then stops polling it)"
+            )
+        removed = storage.remove_feed(url)
+    if not removed:
+        raise UsageError(f"no such feed: {url} (see 'feedsync feeds')")
+    print(f"removed {url} (its articles are kept)")
+    return EXIT_OK
+
+
+def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
+    """ok / not polled yet / retrying / FAILING / DISABLED, with the reason; a feed
+    that polls fine while none of its articles arrives is not "ok": ARTICLES FAILING."""
+    if not feed.enabled:
+        return f"DISABLED: {feed.disabled_reason}"
+    if feed.error_count >= failing_after:
+        return f"FAILING ({feed.error_count} in a row): {feed.last_error}"
+    if feed.error_count:
+        return f"retrying ({feed.error_count} failed in a row): {feed.last_error}"
+    if feed.articles_in_trouble:
+        return "ARTICLES FAILING: " + (articles_line(feed) or "")
+    if feed.last_poll_at is None:
+        return "not polled yet"
+    return "ok"
+
+
+def articles_line(feed: FeedHealth) -> str | None:
+    """ "20 failing; this week none extracted: cannot resolve 10e.org", "this week 2
+    given up, 14 extracted: ..."; None when none of its articles fails."""
+    if not (feed.articles_failing or feed.articles_given_up_week):
+        return None
+    week = [f"{feed.articles_given_up_week} given up"] if feed.articles_given_up_week else []
+    week.append(f"{feed.articles_extracted_week or 'none'} extracted")
+    line = f"this week {', '.join(week)}"
+    if feed.articles_failing:
+        line = f"{feed.articles_failing} failing; {line}"
+    if feed.articles_last_error:
+        line += f": {feed.articles_last_error}"
+    return line
+
+
+def _is_failing(feed: FeedHealth, failing_after: int) -> bool:
+    return not feed.enabled or feed.error_count >= failing_after or feed.articles_in_trouble
+
+
+def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
+    import json
+    from dataclasses import asdict
+    from datetime import timedelta
+
+    from feedsync import terminal as t
+    from feedsync import timestamps
+
+    with open_storage(config) as storage:
+        feeds = storage.feed_health(week_ago=timestamps.to_iso(timestamps.now() - timedelta(7)))
+    failing_after = config.poll.failing_after
+    if args.failing:
+        feeds = [f for f in feeds if _is_failing(f, failing_after)]
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        **asdict(f),
+                        # '' is the database's "none yet"; JSON says none with null
+                        "latest_published": f.latest_published or None,
+                        "health": feed_health_line(f, failing_after),
+                        "articles_in_trouble": f.articles_in_trouble,
+                    }
+                    for f in feeds
+                ],
+                ensure_ascii=False,
+            )
+        )
+        return EXIT_OK
+    if not feeds:
+        print(
+            "no feeds in trouble"
+            if args.failing
+            else "no feeds yet: add one with 'feedsync add URL'"
+        )
+        return EXIT_OK
+    room = t.width()
+    for feed in feeds:
+        origin = " (config)" if feed.origin == "config" else ""
+        folder = f" [{feed.category}]" if feed.category else ""
+        print(t.cut(f"[{feed.id}] {feed.title or t.NO_TITLE}{folder}{origin}", room))
+        print("    " + t.cut_middle(feed.url, room - 4))
+        if feed.moved_from:
+            print("    " + t.cut_middle(f"(moved from {feed.moved_from})", room - 4))
+        health = feed_health_line(feed, failing_after)
+        colour = (
+            "green" if health == "ok" else "red" if _is_failing(feed, failing_after) else ("yellow")
+        )
+        print("    " + t.paint(t.cut(health, room - 4), colour))
+        articles = articles_line(feed)
+        if articles and not health.startswith("ARTICLES FAILING"):
+            print("    " + t.paint(t.cut(f"articles: {articles}", room - 4), "yellow"))
+        if feed.last_warning and feed.enabled:
+            print("    " + t.cut(f"warning: {feed.last_warning}", room - 4))
+        latest = t.short_time(feed.latest_published, "none")
+        print(
+            t.cut(
+                f"    last success {t.short_time(feed.last_success_at)} | latest entry "
+                f"{latest} | {t.plural(feed.entries, 'entry')}",
+                room,
+            )
+        )
+    if any(articles_line(f) for f in feeds):
+        print(t.cut("which articles fail, and why: feedsync news --state failed [--feed ID]", room))
+    return EXIT_OK
+
+
+def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import opml, terminal, timestamps
+
+    try:
+        data = args.file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    try:
+        found = opml.read(data)
+    except opml.OpmlError as exc:
+        raise UsageError(f"{args.file}: {exc}") from None
+    with open_storage(config) as storage:
+        now = timestamps.to_iso(timestamps.now())
+        added: list[opml.OpmlFeed] = []
+        present: list[opml.OpmlFeed] = []
+        for feed in found.feeds:
+            new = storage.add_feed(feed.url, now, feed.category, feed.title)
+            (added if new else present).append(feed)
+    print(
+        f"imported {args.file}: {terminal.plural(len(added), 'feed')} added, "
+        f"{len(present)} already there"
+    )
+    for feed in present:
+        print(f"  already there: {feed.url}")
+    if found.skipped:
+        repeats = f", {found.repeats} of them repeats" if found.repeats else ""
+        print(f"  {terminal.plural(len(found.skipped), 'outline')} not imported{repeats}:")
+    for skipped in found.skipped:  # as the file has it (cleaned: printed to a terminal)
+        where = f"line {skipped.line}: " if skipped.line else ""
+        print(f"    {where}{terminal.clean(skipped.what, one_line=True)}: {skipped.reason}")
+    if added:
+        print("their entries come with the next run (or the daemon's next tick)")
+    return EXIT_OK
+
+
+def cmd_export_opml(args: argparse.Namespace, config: Config) -> int:
+    from feedsync import opml
+
+    with open_storage(config) as storage:
+        feeds = storage.feed_health()
+    text = opml.write(feeds)
+    if args.output:
+        with atomic_text(args.output) as out:
+            out.write(text)
+        from feedsync.terminal import plural
+
+        print(f"exported {plural(len(feeds), 'feed')} to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
