@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from feedsync.storage import StorageError
-from feedsync.storage import card as cards
+from feedsync.storage import StorageError, card_layout
 from feedsync.storage.postgresql import PostgreSQLStorage
 from feedsync.storage.sqlfiles import queries, schema_steps
 
@@ -99,7 +98,7 @@ def open_source(path: Path) -> sqlite3.Connection:
                 else "upgrade feedsync"
             )
         )
-    if not cards.month_tables(conn):
+    if not card_layout.month_tables(conn):
         conn.close()
         raise StorageError(
             f"{path} is a live database, which holds only what is recent: copy the card "
@@ -114,7 +113,7 @@ def _news_batches(source: sqlite3.Connection, after: int, size: int) -> Iterator
     query = queries()["migrate_read_news"]
     cursors = [
         source.execute(query.replace("{month}", table.removeprefix("news_")), {"after": after})
-        for table in cards.month_tables(source)
+        for table in card_layout.month_tables(source)
     ]
 
     def rows(cursor: sqlite3.Cursor) -> Iterator[sqlite3.Row]:

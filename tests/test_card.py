@@ -32,7 +32,7 @@ from sitegen import Item
 from feedsync.config import StorageConfig
 from feedsync.records import Article, Entry, PollIntent
 from feedsync.storage import Keep, StorageError
-from feedsync.storage import card as cards
+from feedsync.storage import card_files as files
 from feedsync.storage.sqlfiles import queries
 from feedsync.storage.sqlite import SQLiteStorage
 from feedsync.timestamps import to_iso
@@ -466,7 +466,7 @@ def test_another_copys_card_is_refused_and_forced_aside(
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'content_version'")
     store = opened(config, clock)
     try:
-        with pytest.raises(cards.SnapshotRefused, match="another copy"):
+        with pytest.raises(files.SnapshotRefused, match="another copy"):
             store.save()
         assert store.save(force=True).written
         aside = [p.name for p in config.card_path.parent.iterdir() if ".replaced-" in p.name]

@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(problem)
     from feedsync.config import ConfigError
     from feedsync.storage import StorageError
-    from feedsync.storage.card import SnapshotRefused
+    from feedsync.storage.card_files import SnapshotRefused
 
     try:
         return _dispatch(args)

@@ -342,14 +342,14 @@ def restore_snapshot(
     """``feedsync restore``: build the live database again from the card database;
     returns the card's path. Raises StorageError (SnapshotRefused without ``force``)."""
     from feedsync import timestamps
-    from feedsync.storage import card
+    from feedsync.storage import card_restore
 
     if config.url is not None:
         raise StorageError(SNAPSHOTS_DO_NOT_APPLY)
     if config.snapshot is None:
         raise StorageError("no snapshot is configured ([storage] snapshot)")
     since = timestamps.to_iso(timestamps.now() - (keep or Keep()).live)
-    card.restore(config.live_path, config.card_path, since, force=force, notice=notice)
+    card_restore.restore(config.live_path, config.card_path, since, force=force, notice=notice)
     return str(config.card_path)
 
 

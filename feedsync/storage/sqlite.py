@@ -51,7 +51,18 @@ from feedsync.records import (
     SnapshotResult,
     StorageStatus,
 )
-from feedsync.storage import CardReadOnly, Keep, StorageError, StorageFull, budget, busy
+from feedsync.storage import (
+    CardReadOnly,
+    Keep,
+    StorageError,
+    StorageFull,
+    budget,
+    busy,
+    card_files,
+    card_layout,
+    card_restore,
+    card_upgrade,
+)
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, search_hit
@@ -109,7 +120,7 @@ class SQLiteStorage(SQLStorage):
         # what time it is for saves, months and retention (a bench simulating a year
         # sets its own clock)
         self.clock: Callable[[], datetime] = timestamps.now
-        self._notice: cards.Notice = _ignore
+        self._notice: card_files.Notice = _ignore
         self._card_file: tuple[int, int] | None = None  # (device, inode) attached
 
     # ------------------------------------------------------------ opening
@@ -118,7 +129,7 @@ class SQLiteStorage(SQLStorage):
     def open(
         cls,
         config: StorageConfig | Path,
-        notice: cards.Notice = _ignore,
+        notice: card_files.Notice = _ignore,
         keep: Keep | None = None,
         *,
         new_card: bool = False,
@@ -137,10 +148,10 @@ class SQLiteStorage(SQLStorage):
         live = config.live_path
         _check_directory(live.parent)
         _check_directory(config.card_path.parent)
-        in_use = cards.acquire(cards.lock_path(live), shared=True)
+        in_use = card_files.acquire(card_files.lock_path(live), shared=True)
         now = clock()
         try:
-            cards.prepare(
+            card_restore.prepare(
                 live,
                 config.card_path,
                 timestamps.to_iso(now),
@@ -150,7 +161,7 @@ class SQLiteStorage(SQLStorage):
                 on_card=config.snapshot is not None,
             )
             conn = sqlite3.connect(
-                cards.uri(live, "rw"),
+                card_files.uri(live, "rw"),
                 uri=True,
                 timeout=busy.BUSY_TIMEOUT_S,
                 isolation_level=None,  # we say BEGIN IMMEDIATE / COMMIT ourselves
@@ -205,7 +216,7 @@ class SQLiteStorage(SQLStorage):
         max(id) + 1: an id the card holds must never come again), and an id of its own
         (which card saves name)."""
         row = conn.execute(self._q["live_newest"]).fetchone()
-        newest = cards.newest_article(conn, "card")
+        newest = card_restore.newest_article(conn, "card")
 
         def bring() -> None:
             if row["card_entry"] is not None and (row["live_entry"] or 0) < row["card_entry"]:
@@ -224,7 +235,7 @@ class SQLiteStorage(SQLStorage):
         self._retry(self._attach_card_only)
 
     def _attach_card_only(self) -> None:
-        self._conn.execute("ATTACH ? AS card", (cards.uri(self.card_path, "ro"),))
+        self._conn.execute("ATTACH ? AS card", (card_files.uri(self.card_path, "ro"),))
         info = self.card_path.stat()
         self._card_file = (info.st_dev, info.st_ino)
 
@@ -247,9 +258,9 @@ class SQLiteStorage(SQLStorage):
             self._card.close()
             self._card = None
         if info is None:
-            with cards.file_lock(cards.lock_path(self.card_path)):
+            with card_files.file_lock(card_files.lock_path(self.card_path)):
                 if not self.card_path.exists():
-                    cards.copy_attached(self._conn, "card", self.card_path)
+                    card_restore.copy_attached(self._conn, "card", self.card_path)
                     self._notice(
                         f"the card database {self.card_path} was removed while feedsync "
                         "ran: written again from the copy still open"
@@ -303,12 +314,12 @@ class SQLiteStorage(SQLStorage):
 
     def _ram(self) -> budget.Budget:
         disk = budget.disk_of(self.path)
-        used = budget.files_size(self.path, *cards.sidecars(self.path))
+        used = budget.files_size(self.path, *card_files.sidecars(self.path))
         return budget.Budget(used, budget.ram_budget(self.config.ram_budget, disk), disk)
 
     def _card_budget(self) -> budget.Budget:
         disk = budget.disk_of(self.card_path)
-        used = budget.files_size(self.card_path, *cards.sidecars(self.card_path))
+        used = budget.files_size(self.card_path, *card_files.sidecars(self.card_path))
         return budget.Budget(used, budget.card_budget(self.config.card_budget, used, disk), disk)
 
     def _grown(self) -> None:
@@ -358,7 +369,7 @@ class SQLiteStorage(SQLStorage):
     def _writable_card(self, what: str) -> None:
         """Before anything writes the card: a read-only card is said in one line, before
         a lock file or a journal fails to be created on it with a less useful reason."""
-        read_only = cards.why_read_only(self.card_path)
+        read_only = card_files.why_read_only(self.card_path)
         if read_only is not None:
             raise CardReadOnly(f"{what}: {read_only}")
 
@@ -381,7 +392,7 @@ class SQLiteStorage(SQLStorage):
         started = time.monotonic()
         now = self.clock()
         self._check_card_file()
-        moving = budget.files_size(self.path, *cards.sidecars(self.path))
+        moving = budget.files_size(self.path, *card_files.sidecars(self.path))
         trouble = budget.save_room(moving, self._card_budget())
         if trouble is not None:
             self._retention(now, due_only=False)
@@ -390,7 +401,7 @@ class SQLiteStorage(SQLStorage):
             raise StorageFull(f"not saved to the card: {trouble}")
         try:
             saved = self._card_db().save(timestamps.to_iso(now), force=force)
-        except cards.SnapshotRefused:
+        except card_files.SnapshotRefused:
             if not force:
                 raise
             self._replace_card(now)
@@ -421,10 +432,10 @@ class SQLiteStorage(SQLStorage):
         if self._card is not None:
             self._card.close()
             self._card = None
-        cards.set_aside(self.card_path, _ignore)
+        card_files.set_aside(self.card_path, _ignore)
         lineage = self._meta()["lineage"]
-        with cards.file_lock(cards.lock_path(self.card_path)):
-            cards.create(self.card_path, lineage, timestamps.to_iso(now))
+        with card_files.file_lock(card_files.lock_path(self.card_path)):
+            card_upgrade.create(self.card_path, lineage, timestamps.to_iso(now))
         self._reattach()
 
     def _evict(self, now: datetime) -> None:
@@ -535,7 +546,7 @@ class SQLiteStorage(SQLStorage):
                 f"{card.disk.size / 1e6:.1f} MB"
             )
         card_meta = {str(r["key"]): str(r["value"]) for r in self._read("live_card_meta")}
-        unsaved, behind = cards.what_is_unsaved(meta, card_meta)
+        unsaved, behind = card_restore.what_is_unsaved(meta, card_meta)
         return StorageStatus(
             engine="sqlite",
             live=str(self.path),
@@ -555,7 +566,7 @@ class SQLiteStorage(SQLStorage):
             card_disk_free=card.disk.free,
             nearly_full=tuple(nearly),
             not_taking=budget.ram_full(ram),
-            card_read_only=cards.why_read_only(self.card_path),
+            card_read_only=card_files.why_read_only(self.card_path),
             card_behind=behind,
         )
 
@@ -629,11 +640,11 @@ class SQLiteStorage(SQLStorage):
 
     def _month_rows(self, name: str, month: str, params: dict[str, Any]) -> list[sqlite3.Row]:
         """The rows of a named query about one month's table on the card."""
-        query = cards.sql(name, month)
+        query = card_layout.sql(name, month)
         return self._retry(lambda: self._conn.execute(query, params).fetchall())
 
     def _month_cursor(self, name: str, month: str, params: dict[str, Any]) -> sqlite3.Cursor:
-        query = cards.sql(name, month)
+        query = card_layout.sql(name, month)
         return self._retry(lambda: self._conn.execute(query, params))
 
     def export_news(self, since: str) -> Iterator[NewsItem]:
