@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from feedsync.storage import StorageError
+from feedsync.storage.errors import StorageError
 
 T = TypeVar("T")
 

@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedsync.storage import StorageError, busy, search
+from feedsync.storage import busy, search
 from feedsync.storage.card_files import SnapshotRefused, file_lock, lock_path, read_meta, uri
 from feedsync.storage.card_layout import (
     configure_card,
@@ -63,6 +63,7 @@ from feedsync.storage.card_layout import (
     sql,
     to_card_layout,
 )
+from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
 from feedsync.timestamps import from_iso
 

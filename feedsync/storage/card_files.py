@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from feedsync.storage import CardReadOnly, StorageError, busy
+from feedsync.storage import busy
+from feedsync.storage.errors import CardReadOnly, StorageError
 from feedsync.storage.sqlfiles import queries
 
 # A saver or restorer holds the card's lock for seconds; waiting longer means trouble.

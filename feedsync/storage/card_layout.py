@@ -9,7 +9,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
-from feedsync.storage import StorageError
+from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import queries, split_statements
 
 MONTH = re.compile(r"^\d{4}_\d{2}$")

@@ -9,7 +9,7 @@ import secrets
 import sqlite3
 from pathlib import Path
 
-from feedsync.storage import CardReadOnly, StorageError, busy
+from feedsync.storage import busy
 from feedsync.storage.card_files import (
     Notice,
     SnapshotRefused,
@@ -31,6 +31,7 @@ from feedsync.storage.card_files import (
 )
 from feedsync.storage.card_layout import MONTH, schema_version
 from feedsync.storage.card_upgrade import create, flush_legacy, needs_upgrade, upgrade
+from feedsync.storage.errors import CardReadOnly, StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
 from feedsync.terminal import plural, short_time
 

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from feedsync.storage import CardReadOnly, StorageError, budget, busy, sqlfiles
+from feedsync.storage import budget, busy, sqlfiles
 from feedsync.storage.card import Card
 from feedsync.storage.card_files import (
     Notice,
@@ -21,6 +21,7 @@ from feedsync.storage.card_files import (
     why_read_only,
 )
 from feedsync.storage.card_layout import is_card, schema_version, to_card_layout
+from feedsync.storage.errors import CardReadOnly, StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
 
 

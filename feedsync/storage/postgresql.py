@@ -47,9 +47,9 @@ from feedsync.records import (
     SnapshotResult,
     StorageStatus,
 )
-from feedsync.storage import StorageError, StorageUnavailable
 from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, like_escape, search_hit
+from feedsync.storage.errors import StorageError, StorageUnavailable
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 
 if TYPE_CHECKING:

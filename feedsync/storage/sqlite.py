@@ -51,21 +51,12 @@ from feedsync.records import (
     SnapshotResult,
     StorageStatus,
 )
-from feedsync.storage import (
-    CardReadOnly,
-    Keep,
-    StorageError,
-    StorageFull,
-    budget,
-    busy,
-    card_files,
-    card_layout,
-    card_restore,
-    card_upgrade,
-)
+from feedsync.storage import budget, busy, card_files, card_layout, card_restore, card_upgrade
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, search_hit
+from feedsync.storage.errors import CardReadOnly, StorageError, StorageFull
+from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 
 T = TypeVar("T")

@@ -1,0 +1,302 @@
+"""What the stages and commands may ask of a database, by role: the feed list, polling,
+host pacing, the article queue, upkeep (saves, retention, status) and reading. Each role
+is a protocol; :class:`Storage` is all of them, which both engines implement
+(feedsync/storage/base.py holds what they share). Every method is one short transaction
+that applies what the pure modules decided (feedsync/decide.py, identity.py); none does
+network I/O. Also here: :class:`Keep`, how long what stays where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from feedsync.records import (
+    Article,
+    ArticleJob,
+    FailureOutcome,
+    Feed,
+    FeedClaim,
+    FeedHealth,
+    LinkedEntry,
+    NewsItem,
+    PollIntent,
+    PollRecord,
+    SearchHit,
+    SnapshotResult,
+    StagedEntry,
+    StorageStatus,
+)
+
+if TYPE_CHECKING:
+    from feedsync.config import Config
+
+WEEK = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Keep:
+    """What the storage keeps where, from the config: the days of entries the live
+    database holds (a week of publishing for the poll schedule and the identity window,
+    plus a day), and [retention] for the card."""
+
+    live: timedelta = timedelta(days=8)
+    news_days: int = 90
+    tombstone_days: int = 365
+
+    @classmethod
+    def of(cls, config: Config) -> Keep:
+        return cls(
+            live=max(WEEK, config.identity.window) + timedelta(days=1),
+            news_days=config.retention.news_days,
+            tombstone_days=config.retention.tombstone_days,
+        )
+
+
+class Feeds(Protocol):
+    """The feed list: the config file's feeds and the ones added by hand, their health,
+    which are due."""
+
+    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
+        """Make the config file's feeds present and enabled (with their identity mode when
+        ``urls`` maps URL -> mode); disable the config-owned feeds no longer in it.
+        Returns the URLs newly added."""
+        ...
+
+    def add_feed(
+        self, url: str, now: str, category: str | None = None, title: str | None = None
+    ) -> bool:
+        """Add a feed (origin 'cli'; ``category``: its OPML folder; ``title`` until the
+        feed's own arrives); False when it was already there."""
+        ...
+
+    def remove_feed(self, url: str) -> bool:
+        """Delete a feed and its links; its articles stay. False when it was not there."""
+        ...
+
+    def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
+        """Every feed and its polling health; with ``week_ago``, its articles' too."""
+        ...
+
+    def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
+        """Enabled feeds (only those due by ``due_before`` when given), with their
+        publishing since ``week_ago``."""
+        ...
+
+    def feed_id(self, ref: str) -> int | None:
+        """A feed by its id ("12") or URL (also the URL it was added under)."""
+        ...
+
+
+class Polling(Protocol):
+    """Stages 1 and 2: claiming feeds, recording a poll's whole outcome in one transaction
+    (its entries staged), the hosts a pass holds alone."""
+
+    def room_for_entries(self) -> str | None:
+        """Why no new entries can be taken now, in one line (the RAM disk is full even
+        after a save); None when they can. A pass asks before it polls anything."""
+        ...
+
+    def record_poll(self, intent: PollIntent) -> PollRecord:
+        """One feed poll, whatever its outcome (``decide.poll``), in ONE transaction: the
+        candidates inserted and linked, the feed advanced or its failure recorded, its
+        claim given back, its move and its host's politeness state written."""
+        ...
+
+    def claim_feeds(
+        self,
+        feed_ids: Sequence[int],
+        owner: str,
+        now: str,
+        lease_until: str,
+        due_before: str | None = None,
+        hold: Sequence[str] = (),
+        hold_delay: float = 0.0,
+        hold_lease: float = 0.0,
+    ) -> FeedClaim:
+        """Claim feeds for polling, in one transaction: those no other live process is
+        polling (and, with ``due_before``: a pass of due feeds, those still due: another
+        poller may have polled one since the pass listed it). Also says whether another
+        process is at work on the database. When none is, the ``hold`` hosts with no
+        request in flight are held whole by ``owner`` for ``hold_lease`` seconds
+        (feedsync/holds.py; ``hold_delay``: the hosts' pace)."""
+        ...
+
+    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
+        """The hosts ``owner`` holds, held ``lease`` seconds more; returns whether another
+        process is at work on the database (then the holds are given up)."""
+        ...
+
+    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
+        """Release held hosts: each host's next request, anyone's, starts no earlier than
+        its ``aheads`` seconds from now (the pace kept in the holder's memory)."""
+        ...
+
+    def release_feed(self, feed_id: int, owner: str) -> None:
+        """Give back a claimed feed without polling it (its host asked us to wait)."""
+        ...
+
+
+class HostPacing(Protocol):
+    """Host politeness shared by every process on the database: a host's turn and
+    slot, a 429/503 block (feedsync/hosts.py asks; sql/pace.sql answers)."""
+
+    def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
+        """Hosts that asked to be left alone (429/503): host -> (not_before, backoff)."""
+        ...
+
+    def host_wait(self, host: str, not_before: str, backoff_count: int, reason: str) -> None: ...
+
+    def host_clear(self, host: str) -> None: ...
+
+    def host_turn(
+        self, host: str, owner: str, slots: int, delay: float, lease: float
+    ) -> tuple[int, float] | None:
+        """A request to ``host``, across every process on the database: one of its
+        ``slots`` concurrency slots, leased to ``owner`` for ``lease`` seconds from the
+        start, and a start ``delay`` seconds after the previous one reserved (``delay``
+        0: no spacing, no pace written). Returns (slot, seconds to wait before starting),
+        or None when every slot is held (try again later). One short transaction."""
+        ...
+
+    def host_renew(self, host: str, owner: str, slot: int, lease: float) -> None:
+        """A request still running on a slot of :meth:`host_turn`: its lease runs on for
+        ``lease`` seconds from now (the database's clock). A slot lost meanwhile (its
+        lease ran out and another poller took it) stays lost: nothing is changed."""
+        ...
+
+    def host_done(self, host: str, owner: str, slot: int) -> None:
+        """Give back a slot of :meth:`host_turn` (the request is over)."""
+        ...
+
+
+class ArticleQueue(Protocol):
+    """Stage 3: claiming staged entries, storing an article once, a failure and its
+    retry, the leases a process gives back."""
+
+    def claim_articles(
+        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+    ) -> list[ArticleJob]:
+        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        ...
+
+    def release_job(self, job_id: int, owner: str) -> None:
+        """Give back one claimed row without spending an attempt."""
+        ...
+
+    def release_leases(self, owner: str) -> None:
+        """Give back every feed, queue row and host slot ``owner`` holds (a process that
+        stops)."""
+        ...
+
+    def save_article(
+        self,
+        job_id: int,
+        article: Article,
+        published: str | None,
+        fetched_at: str,
+        window_start: str | None = None,
+    ) -> LinkedEntry | None:
+        """Store the extracted article, or link the row to the article it turns out to be
+        (same canonical URL or text, among those fetched since ``window_start``; None: no
+        heuristics). Returns the link, or None when stored."""
+        ...
+
+    def news_links(self, news_id: int) -> tuple[list[LinkedEntry], list[LinkedEntry]]:
+        """(revisions, duplicates) of an article, with the reason each was linked."""
+        ...
+
+    def record_extract_failure(self, job_id: int, owner: str, outcome: FailureOutcome) -> None: ...
+
+
+class Upkeep(Protocol):
+    """Keeping the data safe and small: saves to the card, retention, the figures of
+    `feedsync status`, the daemon's heartbeat."""
+
+    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+        """Save to the card now what changed since the last save (None: the engine has no
+        card); nothing written when nothing worth keeping changed. Raises StorageFull
+        when the card has no room."""
+        ...
+
+    def prune(
+        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
+    ) -> tuple[int, int]:
+        """Retention: delete articles older than ``news_before`` and dated tombstones older
+        than ``tombstones_before`` (None: keep), in short batches. Returns the counts."""
+        ...
+
+    def status(self) -> StorageStatus: ...
+
+    def counts(self) -> dict[str, int]:
+        """feeds, feeds_enabled, entries, links, articles, queue_new, queue_failed, gone."""
+        ...
+
+    def status_counts(self, failing_after: int, today: str) -> dict[str, Any]: ...
+
+    def daemon_heartbeat(self, pid: int, host: str, started_at: str, now: str) -> None:
+        """The daemon says it is alive (for ``feedsync status``)."""
+        ...
+
+    def daemon_info(self) -> dict[str, str]:
+        """pid, host, started_at, seen_at of the daemon's last heartbeat ({} if none)."""
+        ...
+
+
+class Reading(Protocol):
+    """What the user's commands read: articles, entries by state or URL, search,
+    export."""
+
+    def news_recent(self, limit: int) -> list[NewsItem]: ...
+
+    def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
+        """Newest first (``body`` left empty)."""
+        ...
+
+    def news_get(self, ref: int | str) -> NewsItem | None:
+        """An article by its id or its URL."""
+        ...
+
+    def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
+        """(id, url, title) of the feeds that carried an article."""
+        ...
+
+    def entries_in_state(
+        self, state: str, since: str, feed_id: int | None, limit: int
+    ) -> list[StagedEntry]:
+        """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
+        first (``news --state``)."""
+        ...
+
+    def entries_by_url(self, url: str) -> list[StagedEntry]:
+        """The entries of ``url`` that have no article (``show URL``)."""
+        ...
+
+    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
+        """Full-text search over titles and bodies, best first; matches in the snippet
+        between ``marks``."""
+        ...
+
+    def export_news(self, since: str) -> Iterator[NewsItem]:
+        """Every article since ``since``, streamed (constant memory)."""
+        ...
+
+
+class Storage(Feeds, Polling, HostPacing, ArticleQueue, Upkeep, Reading, Protocol):
+    """What the pipeline and the commands need from a database: every role above, and
+    where the data is. A stage that needs one role may name that protocol alone."""
+
+    #: where the data is, for messages (a path; never a password)
+    location: str
+
+    #: write transactions begun so far (bench/: how many a feed poll costs)
+    writes: int
+
+    def close(self) -> None: ...
+
+    # ``with open_storage(...) as storage:`` closes it, whatever happens inside
+    def __enter__(self) -> Storage: ...
+
+    def __exit__(self, *exc: object) -> None: ...
