@@ -46,6 +46,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,42 @@ class Run:
     def polling_server_cpu(self) -> float:
         """The PostgreSQL server's CPU from the first daemon's start-up done to the end."""
         return self.server_cpu - self.server_startup_cpu
+
+
+def round_details(
+    runs: dict[tuple[str, int], list[Run]],
+    name: Callable[[str, int], str],
+    measures: Callable[[Run], dict[str, float]],
+) -> dict[str, Any]:
+    """results.json's "runs" and "double_polls" of a scenario of poll rounds (8, 10): per
+    configuration (``name(backend, pollers)``), each run's ``measures`` (the window each
+    scenario takes) and the counts every round has; then each run's double polls."""
+    return {
+        "runs": {
+            name(b, k): [
+                {
+                    **measures(r),
+                    "feed_requests": r.requests,
+                    "double_polls": r.double_polls,
+                    "staged": r.staged,
+                }
+                for r in v
+            ]
+            for (b, k), v in runs.items()
+        },
+        "double_polls": {name(b, k): [r.double_polls for r in v] for (b, k), v in runs.items()},
+    }
+
+
+def correctness_note(double: dict[str, list[int]]) -> str:
+    """The note that every run staged each article once, with its double polls."""
+    total = sum(sum(v) for v in double.values())
+    return (
+        "Correctness: every run staged each article exactly once. Double polls (a feed "
+        "requested more than once in the round), per configuration and run: "
+        + "; ".join(f"{k}: {v}" for k, v in double.items())
+        + (" (none)" if total == 0 else "")
+    )
 
 
 class Cluster:
@@ -311,6 +348,49 @@ def poll_round(
     )
 
 
+def feeds_only(world: World) -> World:
+    """``world`` with its article pages answering 404: the rounds stage feeds only."""
+    for article in world.articles:
+        world.server.remove(article.path)
+    return world
+
+
+def poll_rounds(
+    bench: Bench,
+    world: World,
+    configs: list[tuple[str, int]],
+    *,
+    per_host: int,
+    label: Callable[[str, int, int], str],
+    describe: Callable[[Run], str],
+) -> dict[tuple[str, int], list[Run]]:
+    """``bench.params.repeat`` rounds (:func:`poll_round`) of every (backend, pollers)
+    configuration, who goes first rotating from one repeat to the next, each named by
+    ``label(backend, pollers, repeat)`` and logged with ``describe``. One throwaway
+    PostgreSQL cluster serves them all, closed at the end whatever happens. Scenarios 8
+    and 10 run their rounds so."""
+    runs: dict[tuple[str, int], list[Run]] = {c: [] for c in configs}
+    cluster = Cluster()
+    try:
+        for rep in range(bench.params.repeat):
+            shift = rep % len(configs)  # who goes first rotates
+            for backend, pollers in configs[shift:] + configs[:shift]:
+                made = poll_round(
+                    bench,
+                    world,
+                    backend,
+                    pollers,
+                    label=label(backend, pollers, rep),
+                    cluster=cluster if backend == "postgresql" else None,
+                    per_host=per_host,
+                )
+                runs[backend, pollers].append(made)
+                bench.log(f"  {backend} x{pollers} run {rep + 1}: {describe(made)}")
+    finally:
+        cluster.close()
+    return runs
+
+
 def run(bench: Bench) -> Result:
     reason = why_not()
     if reason:
@@ -320,34 +400,20 @@ def run(bench: Bench) -> Result:
         f"scenario 8: {p.pg_feeds} feeds x {p.pg_entries} entries, daemons on PostgreSQL "
         f"x{'/'.join(map(str, POLLERS))} against 1 on SQLite, {p.repeat} runs each"
     )
-    world = World(bench.server, "pgscale", p.pg_feeds, p.pg_entries)
-    for article in world.articles:  # feeds only: the article pages answer 404
-        bench.server.remove(article.path)
-    cluster = Cluster()
+    world = feeds_only(World(bench.server, "pgscale", p.pg_feeds, p.pg_entries))
     configs = [("sqlite", 1), *(("postgresql", n) for n in POLLERS)]
-    runs: dict[tuple[str, int], list[Run]] = {c: [] for c in configs}
-    try:
-        for rep in range(p.repeat):
-            shift = rep % len(configs)  # who goes first rotates
-            for backend, pollers in configs[shift:] + configs[:shift]:
-                made = poll_round(
-                    bench,
-                    world,
-                    backend,
-                    pollers,
-                    label=f"b8-{backend}-{pollers}-{rep}",
-                    cluster=cluster,
-                    per_host=p.concurrency * max(POLLERS),
-                )
-                runs[backend, pollers].append(made)
-                bench.log(
-                    f"  {backend} x{pollers} run {rep + 1}: {made.wall:.1f} s, "
-                    f"{p.pg_feeds / made.wall:.0f} feeds/s, daemons {made.cpu:.1f} s CPU, "
-                    f"server {made.server_cpu:.1f} s, {made.requests} feed requests, "
-                    f"{made.double_polls} double polls"
-                )
-    finally:
-        cluster.close()
+    runs = poll_rounds(
+        bench,
+        world,
+        configs,
+        per_host=p.concurrency * max(POLLERS),
+        label=lambda backend, pollers, rep: f"b8-{backend}-{pollers}-{rep}",
+        describe=lambda made: (
+            f"{made.wall:.1f} s, {p.pg_feeds / made.wall:.0f} feeds/s, daemons "
+            f"{made.cpu:.1f} s CPU, server {made.server_cpu:.1f} s, {made.requests} feed "
+            f"requests, {made.double_polls} double polls"
+        ),
+    )
 
     n = p.pg_feeds
     base = runs["sqlite", 1]
@@ -387,26 +453,16 @@ def run(bench: Bench) -> Result:
             [r.requests / n for r in runs["postgresql", pollers]],
             [r.requests / n for r in base],
         )
-    double = {f"{b} x{k}": [r.double_polls for r in v] for (b, k), v in runs.items()}
-    result.details = {
-        "world": world.describe(),
-        "runs": {
-            f"{b} x{k}": [
-                {
-                    "wall_s": round(r.wall, 2),
-                    "daemon_cpu_s": round(r.cpu, 2),
-                    "server_cpu_s": round(r.server_cpu, 2),
-                    "feed_requests": r.requests,
-                    "double_polls": r.double_polls,
-                    "staged": r.staged,
-                }
-                for r in v
-            ]
-            for (b, k), v in runs.items()
+    details = round_details(
+        runs,
+        lambda b, k: f"{b} x{k}",
+        lambda r: {
+            "wall_s": round(r.wall, 2),
+            "daemon_cpu_s": round(r.cpu, 2),
+            "server_cpu_s": round(r.server_cpu, 2),
         },
-        "double_polls": double,
-    }
-    total_double = sum(sum(v) for v in double.values())
+    )
+    result.details = {"world": world.describe(), **details}
     result.notes += [
         f"{n} feeds x {p.pg_entries} entries ({len(world.articles)} distinct articles, each in "
         f"~{world.overlap} feeds), served from 127.0.0.1; article pages 404 (feeds stage only). "
@@ -416,10 +472,7 @@ def run(bench: Bench) -> Result:
         "feed and the database holds a poll time for every feed. CPU: utime + stime of each "
         "daemon's process tree (children included) from /proc at that moment; PostgreSQL "
         "server CPU: the postmaster's tree, the difference over the window.",
-        "Correctness: every run staged each article exactly once. Double polls (a feed "
-        "requested more than once in the round), per configuration and run: "
-        + "; ".join(f"{k}: {v}" for k, v in double.items())
-        + (" (none)" if total_double == 0 else ""),
+        correctness_note(details["double_polls"]),
         f"Every daemon: [poll] concurrency {p.concurrency}, per_host "
         f"{p.concurrency * max(POLLERS)}. The per-host cap is shared by all the pollers on a "
         "database and every feed here is on one host: this keeps it from binding (real "
