@@ -68,8 +68,7 @@ def run(bench: Bench) -> Result:
         bench,
         world,
         configs,
-        per_host=p.concurrency * max(POLLERS),
-        label=lambda backend, pollers, rep: f"b10-{backend[:2]}-{pollers}-{rep}",
+        label="b10",
         describe=lambda made: (
             f"{made.polling:.1f} s polling ({made.wall:.1f} s with start-up), "
             f"{n / made.polling:.0f} feeds/s, daemons {made.polling_cpu:.2f} s CPU, server "

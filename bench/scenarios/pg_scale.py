@@ -360,16 +360,18 @@ def poll_rounds(
     world: World,
     configs: list[tuple[str, int]],
     *,
-    per_host: int,
-    label: Callable[[str, int, int], str],
+    label: str,
     describe: Callable[[Run], str],
 ) -> dict[tuple[str, int], list[Run]]:
     """``bench.params.repeat`` rounds (:func:`poll_round`) of every (backend, pollers)
     configuration, who goes first rotating from one repeat to the next, each named by
-    ``label(backend, pollers, repeat)`` and logged with ``describe``. One throwaway
-    PostgreSQL cluster serves them all, closed at the end whatever happens. Scenarios 8
-    and 10 run their rounds so."""
+    ``label`` (the scenario's: "b8") with its backend, pollers and repeat, and logged with
+    ``describe``. Every daemon's ``per_host`` is ``concurrency`` x the most pollers of a
+    configuration: every feed is on one host, and the cap, shared by the pollers on a
+    database, must not bind. One throwaway PostgreSQL cluster serves them all, closed at
+    the end whatever happens. Scenarios 8 and 10 run their rounds so."""
     runs: dict[tuple[str, int], list[Run]] = {c: [] for c in configs}
+    per_host = bench.params.concurrency * max(pollers for _, pollers in configs)
     cluster = Cluster()
     try:
         for rep in range(bench.params.repeat):
@@ -380,7 +382,7 @@ def poll_rounds(
                     world,
                     backend,
                     pollers,
-                    label=label(backend, pollers, rep),
+                    label=f"{label}-{backend[:2]}-{pollers}-{rep}",
                     cluster=cluster if backend == "postgresql" else None,
                     per_host=per_host,
                 )
@@ -406,8 +408,7 @@ def run(bench: Bench) -> Result:
         bench,
         world,
         configs,
-        per_host=p.concurrency * max(POLLERS),
-        label=lambda backend, pollers, rep: f"b8-{backend}-{pollers}-{rep}",
+        label="b8",
         describe=lambda made: (
             f"{made.wall:.1f} s, {p.pg_feeds / made.wall:.0f} feeds/s, daemons "
             f"{made.cpu:.1f} s CPU, server {made.server_cpu:.1f} s, {made.requests} feed "
