@@ -9,9 +9,9 @@ bench's server waits ``latency_delay`` (0.2 s) before answering each feed reques
 that request's own thread: LocalServer is a threading server, so the requests overlap),
 and ``latency_feeds`` (400) feeds of ``latency_entries`` (10) entries are polled from a
 cold start by 1, 2 and 4 ``feedsync daemon`` processes on one PostgreSQL database: the
-same round as scenario 8 (:func:`bench.scenarios.pg_scale.poll_round`: a fresh database
-per run, the window ends when the server has seen every feed and the database holds a
-poll time for every feed; article pages 404, feeds stage only).
+same round as scenario 8 (:func:`bench.rounds.poll_round`: a fresh database per run,
+the window ends when the server has seen every feed and the database holds a poll time
+for every feed; article pages 404, feeds stage only).
 
 What differs from scenario 8: the daemons' start-up (interpreter, schema, the config's
 feeds) is left out of the window, since with the round this short it would be most of
@@ -35,7 +35,7 @@ from __future__ import annotations
 from statistics import median
 
 from bench.common import Bench, Result
-from bench.scenarios.pg_scale import (
+from bench.rounds import (
     Run,
     Skipped,
     correctness_note,
