@@ -78,7 +78,7 @@ class ParsedFeed:
             )
             parts.append(f"{plural(len(self.skip_reasons), 'entry')} skipped: {listed}")
         if complaint and not self.entries and not self.skip_reasons:
-            # malformed, but whole and empty (parse._complete_without_entries): nothing
+            # malformed, but whole and empty (parse.referee._complete_without_entries): nothing
             # was lost, which is what the owner needs to read before the complaint
             parts.append("no entries in the feed")
         if complaint:
@@ -86,7 +86,7 @@ class ParsedFeed:
         return "; ".join(parts) or None
 
 
-# feedparser's CharacterEncodingOverride, as parse.py keeps it in ``problem``
+# feedparser's CharacterEncodingOverride, as parse/referee.py keeps it in ``problem``
 _ENCODING_OVERRIDE = re.compile(
     r"CharacterEncodingOverride: document declared as (?P<declared>\S+), "
     r"but parsed as (?P<used>\S+)"

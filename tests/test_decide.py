@@ -215,39 +215,6 @@ def test_jitter_spreads_feeds_apart() -> None:
     assert next_in(feed(), jitter=-0.1) == timedelta(minutes=27)
 
 
-# ---------------------------------------------------------------- hosts that say 429/503
-
-MINUTE = timedelta(minutes=1)
-CAP = timedelta(hours=6)
-
-
-def test_a_hosts_backoff_rises_once_per_block_not_per_refused_request() -> None:
-    none = timedelta(0)
-    # the first refusal: one minute, the first block in a row
-    first = decide.host_block(none, 0, None, CAP)
-    assert first == decide.HostBlock(MINUTE, 1)
-    # nine more requests, refused while that block is in force: still the same block
-    block = first
-    for _ in range(9):
-        block = decide.host_block(block.wait - timedelta(seconds=1), block.backoff_count, None, CAP)
-    assert block.backoff_count == 1 and block.wait <= MINUTE
-    # asked again once it is over, and refused again: the next step, two minutes
-    assert decide.host_block(none, 1, None, CAP) == decide.HostBlock(2 * MINUTE, 2)
-    assert decide.host_block(-MINUTE, 1, None, CAP) == decide.HostBlock(2 * MINUTE, 2)
-    # ten blocks in a row reach the cap (not one block refusing ten requests)
-    assert decide.host_block(none, 9, None, CAP) == decide.HostBlock(CAP, 10)
-
-
-def test_a_refusal_within_a_block_may_lengthen_it_by_its_own_retry_after() -> None:
-    left = timedelta(seconds=30)
-    hour = timedelta(hours=1)
-    assert decide.host_block(left, 1, hour, CAP) == decide.HostBlock(hour, 1)
-    assert decide.host_block(left, 1, timedelta(seconds=5), CAP) == decide.HostBlock(left, 1)
-    assert decide.host_block(left, 1, timedelta(days=2), CAP) == decide.HostBlock(CAP, 1)
-    # a first refusal with Retry-After: the server's word, capped
-    assert decide.host_block(timedelta(0), 0, hour, CAP) == decide.HostBlock(hour, 1)
-
-
 # ---------------------------------------------------------------- one poll, one intent
 
 RULES = decide.PollRules(

@@ -1,10 +1,11 @@
 """Per-host politeness across processes: ``[fetch] host_delay`` and ``[poll] per_host``
 hold for every poller on one database, not just inside one process.
 
-The pure rule (decide.host_turn), the gate with a stand-in for the database, the storage
-methods on both engines, then two real ``feedsync run`` processes against one database
-and one slow local host, the server recording when each request started and how many
-were in flight (by its own monotonic clock, whichever process sent them).
+The gate with a stand-in for the database (the pure rule, host_rules.host_turn, is tested
+in tests/test_host_rules.py), the storage methods on both engines, then two real
+``feedsync run`` processes against one database and one slow local host, the server
+recording when each request started and how many were in flight (by its own monotonic
+clock, whichever process sent them).
 """
 
 from __future__ import annotations
@@ -27,46 +28,10 @@ import pytest
 from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
-from feedsync import decide, hosts
+from feedsync import host_rules, hosts
 from feedsync.localserver import LocalServer
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
-
-# ---------------------------------------------------------------- the rule
-
-
-def test_a_turn_is_the_lowest_free_slot_at_the_reserved_start() -> None:
-    turn = decide.host_turn(now=100.0, next_start=0.0, delay=1.5, taken=[(0, 110.0)], slots=2)
-    assert turn == decide.HostTurn(slot=1, start=100.0, next_start=101.5)
-    later = decide.host_turn(now=100.2, next_start=101.5, delay=1.5, taken=[], slots=2)
-    assert later == decide.HostTurn(slot=0, start=101.5, next_start=103.0)
-
-
-def test_no_turn_while_every_slot_is_in_use_and_no_pace_without_a_delay() -> None:
-    held = [(1, 20.0), (0, 20.0)]
-    assert decide.host_turn(now=5.0, next_start=0.0, delay=1.0, taken=held, slots=2) is None
-    # a slot whose lease is over is free: its poller died
-    assert decide.host_turn(5.0, 0.0, 1.0, [(1, 20.0), (0, 4.0)], 2) == decide.HostTurn(0, 5, 6)
-    # a slot beyond this poller's own cap (another config's) does not count against it
-    assert decide.host_turn(5.0, 0.0, 1.0, [(2, 20.0)], 2) == decide.HostTurn(0, 5.0, 6.0)
-    # no delay: start now, the pace left as another poller set it
-    assert decide.host_turn(5.0, 7.0, 0.0, [], 1) == decide.HostTurn(0, 7.0, 7.0)
-    assert decide.host_turn(9.0, 7.0, 0.0, [], 1) == decide.HostTurn(0, 9.0, 7.0)
-
-
-def test_a_clock_that_stepped_back_leaves_no_host_waiting() -> None:
-    """A Pi has no real-time clock: set wrong at boot, NTP can put it back by hours. The
-    pace and the leases written before the step lie hours ahead; nobody can have
-    reserved that far, so they are not waited for."""
-    now = 1_000_000.0
-    hours = now + 3 * 3600
-    turn = decide.host_turn(now, next_start=hours, delay=1.0, taken=[(0, hours)], slots=1)
-    assert turn == decide.HostTurn(slot=0, start=now, next_start=now + 1.0)
-    # what pollers can really have reserved is still honoured
-    soon = decide.host_turn(now, next_start=now + 3.0, delay=1.0, taken=[(0, now + 18)], slots=2)
-    assert soon == decide.HostTurn(slot=1, start=now + 3.0, next_start=now + 4.0)
-    assert decide.host_turn(now, now + 3.0, 1.0, [(0, now + 18)], slots=1) is None
-
 
 # ---------------------------------------------------------------- the gate
 
@@ -86,7 +51,7 @@ class FakeShared:
     async def take(self, host: str) -> tuple[int, float] | None:
         now = time.monotonic()
         taken = [(slot, now + 10.0) for slot in self.held]  # leases running
-        turn = decide.host_turn(now, self.next_start, self.delay, taken, self.slots)
+        turn = host_rules.host_turn(now, self.next_start, self.delay, taken, self.slots)
         if turn is None:
             self.refused += 1
             return None

@@ -263,7 +263,7 @@ def test_without_fastfeedparser_feedparser_reads_everything(
 ) -> None:
     body, content_type = bench_like_feeds()[0]
     with_it = parse.parse_feed(body, FEED, FETCHED, content_type)
-    monkeypatch.setattr(parse, "_fastfeedparser", lambda: None)
+    monkeypatch.setattr(parse.fast, "_fastfeedparser", lambda: None)
     assert parse.read_fast(body, FEED, content_type) is None
     assert parse.parse_feed(body, FEED, FETCHED, content_type) == with_it
 

@@ -9,9 +9,9 @@ bench's server waits ``latency_delay`` (0.2 s) before answering each feed reques
 that request's own thread: LocalServer is a threading server, so the requests overlap),
 and ``latency_feeds`` (400) feeds of ``latency_entries`` (10) entries are polled from a
 cold start by 1, 2 and 4 ``feedsync daemon`` processes on one PostgreSQL database: the
-same round as scenario 8 (:func:`bench.scenarios.pg_scale.poll_round`: a fresh database
-per run, the window ends when the server has seen every feed and the database holds a
-poll time for every feed; article pages 404, feeds stage only).
+same round as scenario 8 (:func:`bench.rounds.poll_round`: a fresh database per run,
+the window ends when the server has seen every feed and the database holds a poll time
+for every feed; article pages 404, feeds stage only).
 
 What differs from scenario 8: the daemons' start-up (interpreter, schema, the config's
 feeds) is left out of the window, since with the round this short it would be most of
@@ -35,7 +35,16 @@ from __future__ import annotations
 from statistics import median
 
 from bench.common import Bench, Result
-from bench.scenarios.pg_scale import Cluster, Run, Skipped, pgserver_version, poll_round, why_not
+from bench.rounds import (
+    Run,
+    Skipped,
+    correctness_note,
+    feeds_only,
+    pgserver_version,
+    poll_rounds,
+    round_details,
+    why_not,
+)
 from bench.world import World
 
 POLLERS = (1, 2, 4)  # daemons on one database; 1 is the baseline
@@ -53,35 +62,20 @@ def run(bench: Bench) -> Result:
         f"{delay * 1000:.0f} ms, {'/'.join(map(str, POLLERS))} daemons on "
         f"{' and '.join(backends)}, {p.repeat} runs each"
     )
-    world = World(bench.server, "latency", n, p.latency_entries, feed_delay=delay)
-    for article in world.articles:  # feeds only: the article pages answer 404
-        bench.server.remove(article.path)
-    cluster = Cluster()
+    world = feeds_only(World(bench.server, "latency", n, p.latency_entries, feed_delay=delay))
     configs = [(b, k) for b in backends for k in POLLERS]
-    runs: dict[tuple[str, int], list[Run]] = {c: [] for c in configs}
-    try:
-        for rep in range(p.repeat):
-            shift = rep % len(configs)  # who goes first rotates
-            for backend, pollers in configs[shift:] + configs[:shift]:
-                made = poll_round(
-                    bench,
-                    world,
-                    backend,
-                    pollers,
-                    label=f"b10-{backend[:2]}-{pollers}-{rep}",
-                    cluster=cluster if backend == "postgresql" else None,
-                    per_host=p.concurrency * max(POLLERS),
-                )
-                runs[backend, pollers].append(made)
-                bench.log(
-                    f"  {backend} x{pollers} run {rep + 1}: {made.polling:.1f} s polling "
-                    f"({made.wall:.1f} s with start-up), {n / made.polling:.0f} feeds/s, "
-                    f"daemons {made.polling_cpu:.2f} s CPU, server "
-                    f"{made.polling_server_cpu:.2f} s, {made.requests} feed requests, "
-                    f"{made.double_polls} double polls"
-                )
-    finally:
-        cluster.close()
+    runs = poll_rounds(
+        bench,
+        world,
+        configs,
+        label="b10",
+        describe=lambda made: (
+            f"{made.polling:.1f} s polling ({made.wall:.1f} s with start-up), "
+            f"{n / made.polling:.0f} feeds/s, daemons {made.polling_cpu:.2f} s CPU, server "
+            f"{made.polling_server_cpu:.2f} s, {made.requests} feed requests, "
+            f"{made.double_polls} double polls"
+        ),
+    )
     return _result(bench, world, runs)
 
 
@@ -159,7 +153,19 @@ def _result(bench: Bench, world: World, every: dict[tuple[str, int], list[Run]])
         lower_is_better=False,
         digits=0,
     )
-    double = {_name(b, k): [r.double_polls for r in v] for (b, k), v in every.items()}
+    details = round_details(
+        every,
+        _name,
+        lambda r: {
+            "polling_s": round(r.polling, 2),
+            "wall_with_startup_s": round(r.wall, 2),
+            "first_started_s": round(r.first_started, 2),
+            "last_started_s": round(r.last_started, 2),
+            "daemon_cpu_s": round(r.polling_cpu, 3),
+            "daemon_startup_cpu_s": round(r.startup_cpu, 3),
+            "server_cpu_s": round(r.polling_server_cpu, 3),
+        },
+    )
     # how much of its ceiling each configuration reached, and how busy its daemons were:
     # far below one core each, they wait on the network
     reached: dict[str, float] = {}
@@ -172,27 +178,8 @@ def _result(bench: Bench, world: World, every: dict[tuple[str, int], list[Run]])
         "network_ceiling_one_poller_feeds_per_s": ceiling,
         "share_of_ceiling": {k: round(v, 3) for k, v in reached.items()},
         "daemon_core_share": {k: round(v, 3) for k, v in busy.items()},
-        "runs": {
-            _name(b, k): [
-                {
-                    "polling_s": round(r.polling, 2),
-                    "wall_with_startup_s": round(r.wall, 2),
-                    "first_started_s": round(r.first_started, 2),
-                    "last_started_s": round(r.last_started, 2),
-                    "daemon_cpu_s": round(r.polling_cpu, 3),
-                    "daemon_startup_cpu_s": round(r.startup_cpu, 3),
-                    "server_cpu_s": round(r.polling_server_cpu, 3),
-                    "feed_requests": r.requests,
-                    "double_polls": r.double_polls,
-                    "staged": r.staged,
-                }
-                for r in v
-            ]
-            for (b, k), v in every.items()
-        },
-        "double_polls": double,
+        **details,
     }
-    total_double = sum(sum(v) for v in double.values())
     result.notes += [
         f"{n} feeds x {p.latency_entries} entries ({len(world.articles)} distinct articles, "
         f"each in ~{world.overlap} feeds), served from 127.0.0.1, every feed request "
@@ -205,10 +192,7 @@ def _result(bench: Bench, world: World, every: dict[tuple[str, int], list[Run]])
         "config's feeds) is left out, and so is each daemon's CPU until its own line; the "
         "PostgreSQL server's CPU is counted from the first line. Per run, in results.json: "
         "the wall time with start-up and when the last daemon had started.",
-        "Correctness: every run staged each article exactly once. Double polls (a feed "
-        "requested more than once in the round), per configuration and run: "
-        + "; ".join(f"{k}: {v}" for k, v in double.items())
-        + (" (none)" if total_double == 0 else ""),
+        correctness_note(details["double_polls"]),
         f"Every daemon: [poll] concurrency {p.concurrency}, per_host "
         f"{p.concurrency * max(POLLERS)} (the per-host cap is shared by the pollers on a "
         "database and every feed is on one host: it must not bind, as in scenario 8). "

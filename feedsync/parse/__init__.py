@@ -1,0 +1,181 @@
+"""Feed documents to entries: a reader, then one normal form per entry. No I/O.
+
+Three readers turn a document into :class:`RawFeed` (what the feed says, as it says it):
+
+- JSON Feed 1.0/1.1 (jsonfeed.org), read with :mod:`json` (``parse/jsonfeed.py``);
+- fastfeedparser (lxml), for the documents that it reads exactly as feedparser does:
+  well-formed UTF-8 (or ASCII) RSS 2.0/0.9x, RSS 1.0 and Atom 1.0 with an XML content
+  type (``parse/fast.py``). :func:`fast_route` decides from one expat pass over the
+  bytes; docs/architecture.md lists what is routed where, and why;
+- feedparser, the referee, for everything else (``parse/referee.py``): malformed XML (its
+  ``bozo`` complaint kept in ``ParsedFeed.problem``), documents whose declared and real
+  encodings differ, other encodings (Shift_JIS, EUC-JP, ISO-8859-x...), Atom 0.3, a
+  DOCTYPE, a content type that is not XML, and any document fastfeedparser refuses.
+  Without fastfeedparser installed, feedparser reads every XML document.
+
+Then the same normal form for all three, here (:func:`_normalise`): per entry, the
+canonical URL (:mod:`feedsync.canonical`, relative links resolved against the feed's own
+URL), the title with whitespace collapsed, the date in UTC (``published``, else
+``updated``; clamped or dropped by :func:`feedsync.decide.published_date`); no control
+characters in any text field (:func:`feedsync.terminal.clean`). An entry without a usable
+link or title is skipped and counted, never fatal. A document that is not a feed at all
+raises :class:`NotAFeed` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from feedsync import timestamps
+from feedsync.canonical import MAX_URL_LENGTH, canonical_url
+from feedsync.decide import published_date
+from feedsync.parse.fast import fast_route, read_fast
+from feedsync.parse.jsonfeed import UNTITLED_TITLE_CHARS, is_json_feed, read_json_feed
+from feedsync.parse.raw import NotAFeed, RawEntry, RawFeed
+from feedsync.parse.referee import read_feedparser
+from feedsync.records import Entry, ParsedFeed
+from feedsync.terminal import clean
+
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_SUMMARY_CHARS",
+    "MAX_TITLE_CHARS",
+    "UNTITLED_TITLE_CHARS",
+    "NotAFeed",
+    "ParsedFeed",
+    "RawEntry",
+    "RawFeed",
+    "fast_route",
+    "is_json_feed",
+    "parse_feed",
+    "read",
+    "read_fast",
+    "read_feedparser",
+    "read_json_feed",
+    "skip_reason",
+]
+
+# An entry whose title is longer is skipped; a channel title or an author is cut to it.
+MAX_TITLE_CHARS = 1000
+MAX_SUMMARY_CHARS = 64 * 1024
+# Entries read from one document (the newest: _newest); the rest are counted as skipped.
+MAX_ENTRIES = 2000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _text(value: Any) -> str:
+    """A one-line field (title, author): no control characters, whitespace collapsed."""
+    return " ".join(clean(value, one_line=True).split()) if isinstance(value, str) else ""
+
+
+def _newest(raw_entries: list[RawEntry], limit: int) -> tuple[list[RawEntry], int]:
+    """At most ``limit`` entries: the newest by date (undated ones after the dated), kept
+    in document order; and how many were left out.
+
+    A feed that is really an archive (100,000 entries in 10 MB) took a minute of CPU here
+    to read and stage, on a Pi far longer than the service's watchdog allows, and none of
+    it is news. Dates first, not document order: some feeds list oldest first."""
+    if len(raw_entries) <= limit:
+        return raw_entries, 0
+
+    newest_first = sorted(
+        range(len(raw_entries)),
+        key=lambda i: (raw_entries[i].date is not None, raw_entries[i].date or _EPOCH),
+        reverse=True,  # stable still: entries of one date keep their document order
+    )
+    kept = sorted(newest_first[:limit])
+    return [raw_entries[i] for i in kept], len(raw_entries) - limit
+
+
+def skip_reason(raw: RawEntry, base_url: str, feed_url: str | None = None) -> tuple[str, str] | str:
+    """(canonical URL, title) of a usable entry, or why it is skipped (one short phrase).
+
+    A link that resolves to the feed itself (``<link></link>``, ``#``; ``feed_url`` is the
+    feed's canonical URL) is no article; URLs and titles of absurd length are refused.
+    """
+    link = raw.link
+    if not isinstance(link, str) or not link.strip():
+        return "no link"
+    if len(link) > MAX_URL_LENGTH:
+        return "URL too long"
+    url = canonical_url(link, base_url)
+    if url is None:
+        return "not an http(s) link"
+    if url == feed_url:
+        return "links to the feed itself"
+    title = _text(raw.title)
+    if not title:
+        return "no title"
+    if len(title) > MAX_TITLE_CHARS:
+        return "title too long"
+    return url, title
+
+
+def _entry(raw: RawEntry, url: str, title: str, fetched_at: datetime) -> Entry:
+    """A usable entry (see :func:`skip_reason`) in feedsync's form."""
+    summary, guid = raw.summary, raw.guid
+    return Entry(
+        url=url,
+        title=title,
+        published=published_date(raw.date, fetched_at),
+        summary=clean(summary[:MAX_SUMMARY_CHARS]) if isinstance(summary, str) else "",
+        author=_text(raw.author)[:MAX_TITLE_CHARS] or None,
+        # cleaned like the rest: the same on every poll, so it still names the entry
+        guid=(clean(guid, one_line=True) or None) if isinstance(guid, str) else None,
+    )
+
+
+def _normalise(raw: RawFeed, url: str, fetched_at: datetime) -> ParsedFeed:
+    """One normal form, whichever reader read the document."""
+    raw_entries, too_many = _newest(raw.entries, MAX_ENTRIES)
+    entries: list[Entry] = []
+    reasons: list[str] = [*raw.rejected, *[f"beyond the newest {MAX_ENTRIES}"] * too_many]
+    feed_url = canonical_url(url)
+    for item in raw_entries:
+        usable = skip_reason(item, url, feed_url)
+        if isinstance(usable, str):
+            reasons.append(usable)
+        else:
+            entries.append(_entry(item, *usable, fetched_at))
+    # cut, not refused: the feed's entries do not depend on its name (a 1 MB one was
+    # stored whole, and printed by `feedsync feeds`)
+    title = _text(raw.title)[:MAX_TITLE_CHARS] or None
+    ttl = raw.ttl
+    ttl_hint = timestamps.hint(ttl, timedelta(minutes=1)) if isinstance(ttl, str) else None
+    return ParsedFeed(
+        title=title,
+        entries=tuple(entries),
+        skipped=len(reasons),
+        skip_reasons=tuple(reasons),
+        problem=raw.problem,
+        ttl=ttl_hint or None,
+    )
+
+
+def parse_feed(
+    body: bytes,
+    url: str,
+    fetched_at: datetime,
+    content_type: str | None = None,
+) -> ParsedFeed:
+    """Parse a feed document fetched from ``url`` at ``fetched_at``.
+
+    Malformed XML that feedparser can still read ("bozo") yields the entries it could
+    read; the complaint is kept in ``ParsedFeed.problem``.
+    """
+    return _normalise(read(body, url, content_type), url, fetched_at)
+
+
+def read(body: bytes, url: str, content_type: str | None = None, *, fast: bool = True) -> RawFeed:
+    """The document read by the reader it is routed to (see the module's docstring);
+    ``fast=False``: never by fastfeedparser (the referee test compares the two)."""
+    if is_json_feed(body):
+        return read_json_feed(body)
+    if fast:
+        raw = read_fast(body, url, content_type)
+        if raw is not None:
+            return raw
+    return read_feedparser(body, url, content_type)
