@@ -1,0 +1,149 @@
+"""The feed list, written once for both engines (the Feeds role of
+:mod:`feedsync.storage.interface`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from feedsync import identity
+from feedsync.records import (
+    Feed,
+    FeedHealth,
+)
+from feedsync.storage.sql_core import LEFT_CONFIG, Connection, SQLCore
+
+
+class SQLFeeds(SQLCore):
+    """The Feeds role over named queries."""
+
+    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
+        modes = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, identity.AUTO)
+        wanted = list(modes)
+
+        def work(conn: Connection) -> list[str]:
+            added = []
+            for url, mode in modes.items():
+                row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
+                created = None
+                if row is None:
+                    created = self._exec(
+                        conn,
+                        "feed_insert",
+                        url=url,
+                        origin="config",
+                        now=now,
+                        category=None,
+                        title=None,
+                    ).fetchone()
+                if created is not None:
+                    feed_id = created["id"]
+                    added.append(url)
+                else:
+                    # there, or (PostgreSQL) added by another process starting this
+                    # instant: its row is visible to the next statement once committed
+                    row = row or self._exec(conn, "feed_by_url", url=url).fetchone()
+                    feed_id = row["id"]
+                    self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
+                self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)
+            keep = set(wanted)
+            for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
+                listed = row["url"] in keep or row["moved_from"] in keep
+                if not listed and row["enabled"]:
+                    self._exec(conn, "feed_disable", id=row["id"], reason=LEFT_CONFIG)
+            return added
+
+        return self._write(work)
+
+    def add_feed(
+        self, url: str, now: str, category: str | None = None, title: str | None = None
+    ) -> bool:
+        return self._write(
+            lambda conn: (
+                self._exec(
+                    conn,
+                    "feed_insert",
+                    url=url,
+                    origin="cli",
+                    now=now,
+                    category=category,
+                    title=title,
+                ).fetchone()
+                is not None
+            )
+        )
+
+    def remove_feed(self, url: str) -> bool:
+        def work(conn: Connection) -> bool:
+            row = self._exec(conn, "feed_by_url", url=url).fetchone()
+            if row is None:
+                return False
+            self._exec(conn, "feed_delete_links", id=row["id"])
+            self._exec(conn, "feed_delete", id=row["id"])
+            return True
+
+        return self._write(work)
+
+    def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
+        """Every feed with its polling health and, when ``week_ago`` is given, its
+        articles' (``feedsync feeds``): pending, failing, given up and extracted."""
+        articles: dict[int, dict[str, Any]] = {}
+        if week_ago is not None:
+            for r in self._read("feed_articles", week_ago=week_ago):
+                articles[r["feed_id"]] = {
+                    "articles_pending": int(r["pending"] or 0),
+                    "articles_failing": int(r["failing"] or 0),
+                    "articles_given_up_week": int(r["given_up_week"] or 0),
+                    "articles_extracted_week": int(r["extracted_week"] or 0),
+                }
+            for r in self._read("feed_article_errors", week_ago=week_ago):
+                found = articles.setdefault(r["feed_id"], {})
+                found.setdefault("articles_last_error", r["last_error"])
+        return [
+            FeedHealth(
+                id=r["id"],
+                url=r["url"],
+                title=r["title"],
+                enabled=bool(r["enabled"]),
+                disabled_reason=r["disabled_reason"],
+                origin=r["origin"],
+                latest_published=r["latest_published"],
+                last_poll_at=r["last_poll_at"],
+                last_success_at=r["last_success_at"],
+                error_count=r["error_count"],
+                last_error=r["last_error"],
+                entries=r["entries"],
+                last_warning=r["last_warning"],
+                moved_from=r["moved_from"],
+                category=r["category"],
+                next_poll_at=r["next_poll_at"],
+                **articles.get(r["id"], {}),
+            )
+            for r in self._read("feed_health")
+        ]
+
+    def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
+        return [
+            Feed(
+                id=r["id"],
+                url=r["url"],
+                latest_published=r["latest_published"],
+                etag=r["etag"],
+                last_modified=r["last_modified"],
+                error_count=r["error_count"],
+                polled_before=bool(r["polled_before"]),
+                recent_entries=r["recent_entries"],
+                recent_oldest=r["recent_oldest"],
+                redirect_to=r["redirect_to"],
+                redirect_seen=r["redirect_seen"],
+                identity=r["identity"],
+            )
+            for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
+        ]
+
+    def feed_id(self, ref: str) -> int | None:
+        if ref.isdigit():
+            return int(ref) if any(f.id == int(ref) for f in self.feed_health()) else None
+        rows = self._read("feed_by_url", url=ref)
+        return int(rows[0]["id"]) if rows else None

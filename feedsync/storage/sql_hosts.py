@@ -1,0 +1,93 @@
+"""Host politeness shared by every process on the database, written once for both
+engines (the HostPacing role): a 429/503 block, a request's turn and slot.
+"""
+
+from __future__ import annotations
+
+from feedsync import decide
+from feedsync.storage.sql_core import Connection, SQLCore
+
+
+class SQLHostPacing(SQLCore):
+    """The HostPacing role over named queries."""
+
+    def _host_state(
+        self, conn: Connection, host: str, besides: str | None = None
+    ) -> tuple[float, float, list[tuple[int, float]]]:
+        """In a transaction: the host's row locked (PostgreSQL), and the database's clock,
+        the host's next start and its slots as (slot, lease_until). ``besides``: without
+        that owner's hold and its ask for one (its own, renewed rather than refused)."""
+        row = self._exec(conn, "host_pace_lock", host=host).fetchone()
+        now = float(row["now"])
+        taken = [
+            (int(r["slot"]), float(r["lease_until"]))
+            for r in self._exec(conn, "host_slots_taken", host=host, now=now)
+            if not (r["owner"] == besides and int(r["slot"]) in (decide.HOLD, decide.WANTED))
+        ]
+        return now, float(row["next_start"]), taken
+
+    def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
+        return {
+            r["host"]: (r["not_before"], r["backoff_count"])
+            for r in self._read("hosts_waiting", now=now)
+        }
+
+    def host_wait(self, host: str, not_before: str, backoff_count: int, reason: str) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn,
+                "host_wait",
+                host=host,
+                not_before=not_before,
+                backoff_count=backoff_count,
+                reason=reason,
+            )
+        )
+
+    def host_clear(self, host: str) -> None:
+        self._write(lambda conn: self._exec(conn, "host_clear", host=host))
+
+    def host_turn(
+        self, host: str, owner: str, slots: int, delay: float, lease: float
+    ) -> tuple[int, float] | None:
+        def work(conn: Connection) -> tuple[int, float] | None:
+            now, next_start, taken = self._host_state(conn, host)
+            turn = decide.host_turn(now, next_start, delay, taken, slots)
+            if turn is None:
+                if decide.held(now, delay, taken):
+                    # held whole by another process: ask it to give the host up
+                    self._exec(
+                        conn,
+                        "host_slot_take",
+                        host=host,
+                        slot=decide.WANTED,
+                        owner=owner,
+                        lease_until=now + lease,
+                    )
+                return None
+            if delay > 0:
+                self._exec(conn, "host_pace_set", host=host, next_start=turn.next_start)
+            self._exec(
+                conn,
+                "host_slot_take",
+                host=host,
+                slot=turn.slot,
+                owner=owner,
+                lease_until=turn.start + lease,
+            )
+            # how long to wait, not when: the caller sleeps by its own clock
+            return turn.slot, turn.start - now
+
+        return self._write(work)
+
+    def host_renew(self, host: str, owner: str, slot: int, lease: float) -> None:
+        self._write(
+            lambda conn: self._exec(
+                conn, "host_slot_renew", host=host, slot=slot, owner=owner, lease=lease
+            )
+        )
+
+    def host_done(self, host: str, owner: str, slot: int) -> None:
+        self._write(
+            lambda conn: self._exec(conn, "host_slot_release", host=host, slot=slot, owner=owner)
+        )

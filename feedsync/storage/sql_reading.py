@@ -1,0 +1,116 @@
+"""What the commands read, and the daemon's heartbeat, written once for both engines
+(the Reading role and the engine-neutral part of Upkeep).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feedsync.records import (
+    NewsItem,
+    StagedEntry,
+)
+from feedsync.storage.sql_core import Connection, SQLCore
+
+
+class SQLReading(SQLCore):
+    """The Reading role over named queries."""
+
+    def counts(self) -> dict[str, int]:
+        row = self._read("counts")[0]
+        return dict(row)
+
+    def news_recent(self, limit: int) -> list[NewsItem]:
+        """The newest articles, bodies included."""
+        found = (self.news_get(item.id) for item in self.news_list("", None, limit))
+        return [item for item in found if item is not None]
+
+    def _meta(self) -> dict[str, str]:
+        return {r["key"]: r["value"] for r in self._read("meta_all")}
+
+    def _record_snapshot(self, values: dict[str, str]) -> None:
+        def work(conn: Connection) -> None:
+            for key, value in values.items():
+                self._exec(conn, "meta_set", key=key, value=value)
+
+        self._write(work)
+
+    def news_list(self, since: str, feed_id: int | None, limit: int) -> list[NewsItem]:
+        """Newest first: the ids (through each side's index, or the feed's articles),
+        then those rows."""
+        if feed_id is None:
+            keys = [(r["w"], r["id"]) for r in self._read("news_keys", since=since, limit=limit)]
+        else:
+            rows = self._read("news_of_feed", feed_id=feed_id)
+            keys = sorted(((r["w"], r["id"]) for r in rows if r["w"] >= since), reverse=True)
+        items = []
+        for _, news_id in keys[:limit]:
+            found = self._read("news_by_id", id=news_id)
+            if found:
+                items.append(NewsItem(**{**dict(found[0]), "body": ""}))
+        return items
+
+    def news_get(self, ref: int | str) -> NewsItem | None:
+        rows = (
+            self._read("news_by_id", id=ref)
+            if isinstance(ref, int)
+            else self._read("news_by_url", url=ref)
+        )
+        if not rows:
+            return None
+        return NewsItem(**dict(max(rows, key=lambda r: int(r["id"]))))
+
+    def news_feeds(self, news_id: int) -> list[tuple[int, str, str | None]]:
+        rows = self._read("news_summary_of", id=news_id)
+        if not rows:
+            return []
+        found = self._read("news_carried_by", summary_id=rows[0]["summary_id"], news_id=news_id)
+        return [(r["id"], r["url"], r["title"]) for r in found]
+
+    def entries_in_state(
+        self, state: str, since: str, feed_id: int | None, limit: int
+    ) -> list[StagedEntry]:
+        """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
+        first, with the feeds that carry them."""
+        rows = self._read(
+            "entries_in_state", state=state, since=since, feed_id=feed_id, limit=limit
+        )
+        return [self._staged(r) for r in rows]
+
+    def entries_by_url(self, url: str) -> list[StagedEntry]:
+        """The entries of ``url`` that have no article (pending, failed, given up)."""
+        return [self._staged(r) for r in self._read("entries_by_url", url=url)]
+
+    def _staged(self, row: Any) -> StagedEntry:
+        feeds = tuple(
+            (r["id"], r["url"], r["title"]) for r in self._read("entry_feeds", id=row["id"])
+        )
+        return StagedEntry(
+            id=row["id"],
+            url=row["url"],
+            title=row["title"],
+            published=row["published"],
+            first_seen_at=row["first_seen_at"],
+            state=row["state"],
+            attempts=row["attempts"],
+            next_attempt_at=row["next_attempt_at"],
+            last_error=row["last_error"],
+            feeds=feeds,
+        )
+
+    def status_counts(self, failing_after: int, today: str) -> dict[str, Any]:
+        return dict(self._read("status_counts", failing_after=failing_after, today=today)[0])
+
+    def daemon_heartbeat(self, pid: int, host: str, started_at: str, now: str) -> None:
+        self._record_snapshot(
+            {
+                "daemon_pid": str(pid),
+                "daemon_host": host,
+                "daemon_started_at": started_at,
+                "daemon_seen_at": now,
+            }
+        )
+
+    def daemon_info(self) -> dict[str, str]:
+        meta = self._meta()
+        return {k.removeprefix("daemon_"): v for k, v in meta.items() if k.startswith("daemon_")}
