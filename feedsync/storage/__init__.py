@@ -118,6 +118,6 @@ def saves_to_card(config: StorageConfig) -> bool:
 
 def display_url(url: str) -> str:
     """A database URL fit to print: the server and the database, never a password."""
-    from feedsync.storage.postgresql import display_url as shown
+    from feedsync.storage.pg_connect import display_url as shown
 
     return shown(url)

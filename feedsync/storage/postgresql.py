@@ -29,20 +29,13 @@ shown.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from feedsync import identity
 from feedsync.records import (
-    Entry,
     NewsItem,
-    PollIntent,
-    PollRecord,
     SearchHit,
     SnapshotResult,
     StorageStatus,
@@ -50,6 +43,13 @@ from feedsync.records import (
 from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, like_escape, search_hit
 from feedsync.storage.errors import StorageError, StorageUnavailable
+from feedsync.storage.pg_connect import (
+    display_url,
+    driver,
+    first_line,
+    reason,
+)
+from feedsync.storage.pg_staging import PGStaging
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
 
 if TYPE_CHECKING:
@@ -59,10 +59,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ENGINE_DIR = "postgresql"
-INSTALL_HINT = (
-    "the PostgreSQL driver is not installed: pip install 'feedsync[postgresql]' "
-    "(or install.sh --postgresql)"
-)
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 4  # the pipeline uses one connection at a time; the daemon a second, rarely
 # Retries of a transaction the server aborted (deadlock, serialization failure).
@@ -73,70 +69,6 @@ CONFLICT_RETRIES = 10
 RECONNECT_RETRIES = 2
 # SQLSTATEs worth running the whole transaction again for
 _RETRYABLE = {"40001", "40P01"}
-
-
-def _driver() -> Any:
-    """psycopg, or a one-line StorageError saying what to install."""
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        raise StorageError(INSTALL_HINT) from None
-    return psycopg
-
-
-def url_parts(url: str) -> dict[str, str]:
-    """host, port, dbname, user of a libpq URI (libpq's defaults where it names none),
-    never the password."""
-    psycopg = _driver()
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise StorageError(
-            f"[storage] url is not a valid PostgreSQL URI: {_first_line(exc)}"
-        ) from None
-    user = str(info.get("user") or os.environ.get("PGUSER") or _login())
-    return {
-        "host": str(info.get("host") or os.environ.get("PGHOST") or "local socket"),
-        "port": str(info.get("port") or os.environ.get("PGPORT") or "5432"),
-        "dbname": str(info.get("dbname") or os.environ.get("PGDATABASE") or user),
-        "user": user,
-    }
-
-
-def _login() -> str:
-    import getpass
-
-    return getpass.getuser()
-
-
-def display_url(url: str) -> str:
-    """The server and database, for messages and ``status``: no password, ever."""
-    parts = url_parts(url)
-    host = parts["host"]
-    where = f"{host}:{parts['port']}" if not host.startswith("/") else f"[{host}]"
-    return f"postgresql://{parts['user']}@{where}/{parts['dbname']}"
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def _reason(exc: BaseException, url: str) -> str:
-    """libpq's own words for a failed connection, cut to what matters (after the last
-    "failed:"), without the password should it ever appear."""
-    text = " ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
-    reason = text.rsplit("failed:", 1)[-1].strip().removeprefix("FATAL:").strip() or text
-    psycopg = _driver()
-    try:
-        secret = psycopg.conninfo.conninfo_to_dict(url).get("password")
-    except psycopg.Error:
-        secret = None
-    for value in (secret, os.environ.get("PGPASSWORD")):
-        if value:
-            reason = reason.replace(str(value), "***")
-    return reason
 
 
 def _session_views(conn: psycopg.Connection[Any]) -> None:
@@ -154,7 +86,7 @@ class _CommitUnknown(Exception):
         self.error = error
 
 
-class PostgreSQLStorage(SQLStorage):
+class PostgreSQLStorage(PGStaging, SQLStorage):
     """:class:`feedsync.storage.Storage` on a PostgreSQL database."""
 
     def __init__(self, pool: ConnectionPool[Any], url: str):
@@ -170,7 +102,7 @@ class PostgreSQLStorage(SQLStorage):
     def open(cls, url: str) -> PostgreSQLStorage:
         """Connect, then create or migrate the schema. Raises StorageUnavailable (server
         down, wrong password) or StorageError, each one line naming host and database."""
-        psycopg = _driver()
+        psycopg = driver()
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
@@ -180,7 +112,7 @@ class PostgreSQLStorage(SQLStorage):
                 url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True, row_factory=dict_row
             )
         except psycopg.OperationalError as exc:
-            raise StorageUnavailable(f"cannot connect to {where}: {_reason(exc, url)}") from None
+            raise StorageUnavailable(f"cannot connect to {where}: {reason(exc, url)}") from None
         try:
             cls._migrate(first, where)
         finally:
@@ -221,11 +153,11 @@ class PostgreSQLStorage(SQLStorage):
                     conn.execute(admin["schema_version_set"], {"version": steps[-1][0]})
         except psycopg.errors.InsufficientPrivilege as exc:
             raise StorageError(
-                f"{where}: cannot create feedsync's tables: {_first_line(exc)} (the user in "
+                f"{where}: cannot create feedsync's tables: {first_line(exc)} (the user in "
                 "[storage] url must own the database, or be allowed CREATE in it)"
             ) from None
         except psycopg.Error as exc:
-            raise StorageError(f"{where}: cannot set up the schema: {_first_line(exc)}") from None
+            raise StorageError(f"{where}: cannot set up the schema: {first_line(exc)}") from None
 
     def close(self) -> None:
         self._pool.close()
@@ -254,7 +186,7 @@ class PostgreSQLStorage(SQLStorage):
             except _CommitUnknown as unknown:
                 raise StorageUnavailable(
                     f"lost the connection to {self.location} while committing: "
-                    f"{_reason(unknown.error, self.url)}"
+                    f"{reason(unknown.error, self.url)}"
                 ) from None
             except psycopg.Error as exc:
                 if exc.sqlstate in _RETRYABLE and conflicts < CONFLICT_RETRIES:
@@ -270,9 +202,9 @@ class PostgreSQLStorage(SQLStorage):
                     continue
                 if broken or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None):
                     raise StorageUnavailable(
-                        f"lost the connection to {self.location}: {_reason(exc, self.url)}"
+                        f"lost the connection to {self.location}: {reason(exc, self.url)}"
                     ) from None
-                raise StorageError(f"{self.location}: {_first_line(exc)}") from None
+                raise StorageError(f"{self.location}: {first_line(exc)}") from None
             except PoolTimeout:
                 raise StorageUnavailable(
                     f"cannot connect to {self.location}: no connection within "
@@ -302,156 +234,6 @@ class PostgreSQLStorage(SQLStorage):
 
     def _exec(self, conn: Any, name: str, **params: Any) -> Any:
         return conn.execute(self._q[name], params)
-
-    # ------------------------------------------------------------ stage 2 in a few round trips
-
-    def _stage(self, conn: Any, intent: PollIntent) -> PollRecord:
-        """In record_poll's transaction: the poll's candidates staged, linked, their dates
-        filled in, in ONE statement (``stage_batch``), and the revision lookups of the rows
-        it created in one more (``identity_batch``). Every statement is a round trip to
-        the server, inside an open transaction: the per-entry statements of the shared
-        ``_stage`` cost two to five per entry. What is decided is the same as theirs, entry
-        by entry in feed order: the rows created, the links made, the revisions."""
-        entries = _merge_repeats(intent.entries)
-        rows = self._exec(
-            conn,
-            "stage_batch",
-            entries=json.dumps(
-                [
-                    {
-                        "ord": ord_,
-                        "url": e.url,
-                        "title": e.title,
-                        "published": e.published,
-                        "summary": e.summary,
-                        "author": e.author,
-                        "guid": e.guid,
-                    }
-                    for ord_, e in enumerate(entries)
-                ],
-                ensure_ascii=False,
-            ),
-            feed_id=intent.feed_id,
-            now=intent.polled_at,
-            owner=intent.owner,
-            lease_until=intent.lease_until,
-        ).fetchall()
-        created: list[tuple[int, int, Entry]] = []  # (ord, id, entry)
-        newly_linked: list[tuple[int, int]] = []  # (ord, id)
-        for row in rows:
-            ord_ = int(row["ord"])
-            entry = entries[ord_]
-            if row["created_id"] is not None:
-                created.append((ord_, int(row["created_id"]), entry))
-                summary_id = int(row["created_id"])
-            elif row["found_id"] is not None:
-                summary_id = int(row["found_id"])
-            else:
-                # another poller's row, committed while stage_batch ran: seen now
-                summary_id = self._stage_existing(conn, intent, entry)
-            if row["linked"] or (
-                row["created_id"] is None
-                and row["found_id"] is None
-                and self._exec(
-                    conn,
-                    "stage_link",
-                    feed_id=intent.feed_id,
-                    summary_id=summary_id,
-                    now=intent.polled_at,
-                ).rowcount
-            ):
-                newly_linked.append((ord_, summary_id))
-        revisions = 0
-        if intent.identity == identity.AUTO and created:
-            revisions = self._link_revisions(conn, intent, created, newly_linked)
-        self._exec(
-            conn,
-            "stage_feed_polled",
-            feed_id=intent.feed_id,
-            newest=intent.newest_published,
-            title=intent.feed_title,
-            etag=intent.etag,
-            last_modified=intent.last_modified,
-            now=intent.polled_at,
-            next_poll_at=intent.next_poll_at,
-            warning=intent.warning,
-        )
-        return PollRecord(
-            created_ids=tuple(summary_id for _, summary_id, _ in created),
-            linked=len(newly_linked),
-            revisions=revisions,
-        )
-
-    def _stage_existing(self, conn: Any, intent: PollIntent, entry: Entry) -> int:
-        """The row of an entry that another transaction inserted while ``stage_batch``
-        ran (rare: two pollers staging the same story at once), through the per-entry
-        statements, which see that commit: its id, its date filled in."""
-        existing = self._exec(conn, "stage_lookup", url=entry.url, title=entry.title).fetchone()
-        summary_id = int(existing["id"])
-        if existing["published"] is None and entry.published is not None:
-            self._exec(conn, "stage_fill_date", id=summary_id, published=entry.published)
-        return summary_id
-
-    def _link_revisions(
-        self,
-        conn: Any,
-        intent: PollIntent,
-        created: list[tuple[int, int, Entry]],
-        newly_linked: list[tuple[int, int]],
-    ) -> int:
-        """The created rows that are another version of an earlier story
-        (``identity.revision``), found in one round trip, then marked and their article
-        retitled in feed order (a statement or two per revision: rare, a title edited).
-        A match created by this same poll may itself be a revision found here: it is
-        followed to its root, as one insert per entry, marked before the next, gave it."""
-        found = self._exec(
-            conn,
-            "identity_batch",
-            fresh=json.dumps(
-                [
-                    {"id": summary_id, "ord": ord_, "url": e.url, "guid": e.guid or None}
-                    for ord_, summary_id, e in created
-                ],
-                ensure_ascii=False,
-            ),
-            linked=json.dumps(
-                [{"id": summary_id, "ord": ord_} for ord_, summary_id in newly_linked]
-            ),
-            feed_id=intent.feed_id,
-            since=intent.window_start,
-        ).fetchall()
-        matches = {int(row["id"]): row for row in found}
-        roots: dict[int, int] = {}  # a row created by this poll -> the root of its story
-
-        def root(match_id: Any, revision_of: Any) -> int | None:
-            if match_id is None:
-                return None
-            if int(match_id) in roots:
-                return roots[int(match_id)]
-            return int(revision_of) if revision_of is not None else int(match_id)
-
-        revisions = 0
-        for _, summary_id, entry in created:
-            row = matches[summary_id]
-            link = identity.revision(
-                by_guid=root(row["guid_id"], row["guid_revision_of"]),
-                by_url=root(row["url_id"], row["url_revision_of"]),
-                by_canonical=None if row["page_root"] is None else int(row["page_root"]),
-            )
-            if link is None or link.target == summary_id:
-                roots[summary_id] = summary_id
-                continue
-            roots[summary_id] = link.target
-            self._exec(
-                conn,
-                "identity_mark_revision",
-                id=summary_id,
-                root=link.target,
-                reason=link.reason,
-            )
-            self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
-            revisions += 1
-        return revisions
 
     # ------------------------------------------------------------ what only this engine does
 
@@ -521,19 +303,3 @@ class PostgreSQLStorage(SQLStorage):
             cursor.execute(self._q["news_export"], {"since": since})
             for row in cursor:
                 yield NewsItem(**row)
-
-
-def _merge_repeats(entries: Sequence[Entry]) -> list[Entry]:
-    """One entry per (url, title), in feed order: the first one's fields, with the first
-    date any of them gives, which is what one insert per entry made of repeats (the first
-    inserted, a later one filling in a missing date). ``decide.candidates`` already drops
-    repeats; this keeps ``stage_batch`` right whoever builds the intent."""
-    merged: dict[tuple[str, str], Entry] = {}
-    for entry in entries:
-        key = (entry.url, entry.title)
-        first = merged.get(key)
-        if first is None:
-            merged[key] = entry
-        elif first.published is None and entry.published is not None:
-            merged[key] = replace(first, published=entry.published)
-    return list(merged.values())
