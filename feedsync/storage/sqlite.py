@@ -26,15 +26,11 @@ the queries that delete.
 from __future__ import annotations
 
 import contextlib
-import functools
-import heapq
-import json
 import os
 import sqlite3
 import stat
-import time
-from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,20 +40,18 @@ from feedsync.records import (
     STAGED,
     Article,
     LinkedEntry,
-    NewsItem,
     PollIntent,
     PollRecord,
-    SearchHit,
-    SnapshotResult,
     StorageStatus,
 )
-from feedsync.storage import budget, busy, card_files, card_layout, card_restore, card_upgrade
+from feedsync.storage import budget, busy, card_files, card_restore
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
-from feedsync.storage.base import SQLStorage, search_hit
-from feedsync.storage.errors import CardReadOnly, StorageError, StorageFull
+from feedsync.storage.errors import StorageError, StorageFull
 from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
+from feedsync.storage.sqlite_reading import SQLiteReading
+from feedsync.storage.sqlite_saving import SQLiteSaving
 
 T = TypeVar("T")
 
@@ -65,9 +59,6 @@ T = TypeVar("T")
 # the live database has grown by this share of the budget again: a live database that
 # cannot shrink (a queue too big, a card that refuses) is not saved after every write.
 SPILL_STEP = 0.1
-# Retention runs at a save when it last ran this long ago (the daemon also runs it daily):
-# `feedsync run` from cron prunes too.
-RETENTION_EVERY = timedelta(hours=20)
 
 
 def _ignore(message: str) -> None:
@@ -91,7 +82,7 @@ def _check_directory(folder: Path) -> None:
         )
 
 
-class SQLiteStorage(SQLStorage):
+class SQLiteStorage(SQLiteSaving, SQLiteReading):
     """:class:`feedsync.storage.Storage` on the live database and the card database."""
 
     def __init__(self, conn: sqlite3.Connection, config: StorageConfig, keep: Keep, in_use: int):
@@ -355,165 +346,6 @@ class SQLiteStorage(SQLStorage):
         self._grown()
         return result
 
-    # ------------------------------------------------------------ saving to the card
-
-    def _writable_card(self, what: str) -> None:
-        """Before anything writes the card: a read-only card is said in one line, before
-        a lock file or a journal fails to be created on it with a less useful reason."""
-        read_only = card_files.why_read_only(self.card_path)
-        if read_only is not None:
-            raise CardReadOnly(f"{what}: {read_only}")
-
-    def _card_db(self) -> cards.Card:
-        if self._card is None:
-            self._card = cards.Card(self.card_path, self.path)
-        return self._card
-
-    def snapshot(self, force: bool = False) -> SnapshotResult:
-        return self.save(force=force)
-
-    def save(self, *, force: bool = False) -> SnapshotResult:
-        """Write to the card what changed since the last save (nothing when nothing
-        worth keeping did; ``force``: anyway, and over a card of another database, which
-        is set aside), then let go of what the card now holds. Raises StorageFull when
-        the card has no room even after retention, SnapshotRefused for another
-        database's card, CardReadOnly when the card's file system is read-only (what
-        changed stays in RAM: the pass goes on as far as the RAM budget allows)."""
-        self._writable_card("not saved")
-        started = time.monotonic()
-        now = self.clock()
-        self._check_card_file()
-        moving = budget.files_size(self.path, *card_files.sidecars(self.path))
-        trouble = budget.save_room(moving, self._card_budget())
-        if trouble is not None:
-            self._retention(now, due_only=False)
-            trouble = budget.save_room(moving, self._card_budget())
-        if trouble is not None:
-            raise StorageFull(f"not saved to the card: {trouble}")
-        try:
-            saved = self._card_db().save(timestamps.to_iso(now), force=force)
-        except card_files.SnapshotRefused:
-            if not force:
-                raise
-            self._replace_card(now)
-            saved = self._card_db().save(timestamps.to_iso(now), force=True)
-        meta = self._meta()
-        record = {
-            "snapshot_seq": str(saved.seq),
-            "snapshot_content_version": saved.captured,
-            "snapshot_at": saved.at,
-        }
-        adopted = any(meta.get(k) != v for k, v in record.items())
-        if adopted:
-            self._record_snapshot(record)
-        if saved.written or adopted:
-            self._evict(now)
-        self._retention(now, due_only=True)
-        return SnapshotResult(
-            saved.written,
-            str(self.card_path),
-            budget.files_size(self.card_path),
-            saved.at,
-            time.monotonic() - started,
-            saved.detail,
-        )
-
-    def _replace_card(self, now: datetime) -> None:
-        """``--force`` over another database's card: it is set aside, a new one begun."""
-        if self._card is not None:
-            self._card.close()
-            self._card = None
-        card_files.set_aside(self.card_path, _ignore)
-        lineage = self._meta()["lineage"]
-        with card_files.file_lock(card_files.lock_path(self.card_path)):
-            card_upgrade.create(self.card_path, lineage, timestamps.to_iso(now))
-        self._reattach()
-
-    def _evict(self, now: datetime) -> None:
-        """What the card now holds leaves the RAM disk: articles (all but the newest),
-        entries that are settled and older than the days kept, their links."""
-        keep_since = timestamps.to_iso(now - self._keep.live)
-
-        def work(conn: sqlite3.Connection) -> None:
-            self._neutral(
-                conn,
-                lambda: (
-                    conn.execute(self._q["live_evict_articles"]),
-                    conn.execute(self._q["live_evict_entries"], {"keep_since": keep_since}),
-                    conn.execute(self._q["live_evict_links"]),
-                ),
-            )
-
-        self._write(work)
-        self._give_back_freed_pages()
-
-    def _give_back_freed_pages(self) -> None:
-        """The pages an eviction freed go back to the RAM disk, half a WAL's worth at a
-        time. ``incremental_vacuum`` moves every page it keeps through the WAL: in one
-        step (40 articles evicted: ~700 KB) the WAL grew as large as what was freed, on
-        top of the file not yet shrunk, past a small RAM budget. Each step is folded
-        back into the file (checkpoint, WAL truncated) before the next. (executescript:
-        the pragma frees one page per step of its statement, a plain execute steps once.)"""
-        step = max(1, self._wal_pages // 2)
-        free = int(self._conn.execute("PRAGMA main.freelist_count").fetchone()[0])
-        while free > 0:
-            self._retry(
-                lambda: self._conn.executescript(f"PRAGMA main.incremental_vacuum({step});")
-            )
-            self._retry(
-                lambda: self._conn.execute("PRAGMA main.wal_checkpoint(TRUNCATE)").fetchall()
-            )
-            left = int(self._conn.execute("PRAGMA main.freelist_count").fetchone()[0])
-            if left >= free:  # nothing moved (a reader holds the file): the next save
-                break
-            free = left
-
-    def _retention(self, now: datetime, *, due_only: bool) -> None:
-        """[retention] on the card, when it last ran RETENTION_EVERY ago (``due_only``),
-        or now (the card needs room)."""
-        if due_only:
-            last = self._meta().get("retention_at", "")
-            if last and last > timestamps.to_iso(now - RETENTION_EVERY):
-                return
-        keep = self._keep
-
-        def before(days: int) -> str | None:
-            return timestamps.to_iso(now - timedelta(days=days)) if days else None
-
-        self.prune(before(keep.news_days), before(keep.tombstone_days))
-        self._write(
-            lambda conn: self._exec(
-                conn, "meta_set", key="retention_at", value=timestamps.to_iso(now)
-            )
-        )
-
-    def prune(
-        self, news_before: str | None, tombstones_before: str | None, batch: int = 500
-    ) -> tuple[int, int]:
-        """Retention: on the card, a month of articles goes once all of it is older than
-        ``news_before``, then the entries of articles gone older than
-        ``tombstones_before``; the live database lets go of its copies. CardReadOnly on a
-        read-only card (nothing can be removed from it)."""
-        self._writable_card("retention skipped")
-        pruned = self._card_db().prune(news_before, tombstones_before, batch)
-
-        def work(conn: sqlite3.Connection) -> None:
-            articles = json.dumps(pruned.articles)
-            entries = json.dumps(pruned.entries)
-
-            def forget() -> None:
-                conn.execute(self._q["live_forget_duplicates"], {"ids": articles})
-                conn.execute(self._q["live_forget_articles"], {"ids": articles})
-                conn.execute(self._q["live_forget_links"], {"ids": entries})
-                conn.execute(self._q["live_forget_revisions"], {"ids": entries})
-                conn.execute(self._q["live_forget_entries"], {"ids": entries})
-
-            self._neutral(conn, forget)
-
-        if pruned.articles or pruned.entries:
-            self._write(work)
-        return len(pruned.articles), len(pruned.entries)
-
     # ------------------------------------------------------------ status
 
     def status(self) -> StorageStatus:
@@ -560,115 +392,3 @@ class SQLiteStorage(SQLStorage):
             card_read_only=card_files.why_read_only(self.card_path),
             card_behind=behind,
         )
-
-    # ------------------------------------------------------------ the user's commands
-
-    def _months(self) -> list[tuple[str, int]]:
-        """(month, the id after which its articles are not in the search index yet)."""
-        marks = {
-            str(r["key"]).removeprefix("search_indexed_"): int(r["value"])
-            for r in self._read("live_card_watermarks")
-        }
-        return [
-            (str(r["month"]), marks.get(str(r["month"]), 0)) for r in self._read("live_card_months")
-        ]
-
-    def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
-        """The articles that match (feedsync/search.py says what that means), through
-        each month's index on the card (best first, by bm25 with title hits weighing
-        more), and through a scan of the articles not indexed yet (the live database's,
-        a month's newest); titles that match first. The index narrows down, the text
-        decides (``Query.matches``): the answer is PostgreSQL's."""
-        if self._tokenizer is None:
-            self._tokenizer = fulltext.Tokenizer()
-        wanted = fulltext.parse(query)
-        match = fulltext.fts_match(wanted, self._tokenizer)
-        months = self._months()
-        scanned = self._scan(wanted, months, everything=match is None)
-        found: list[tuple[float, int]] = []
-        if match is not None:
-            for month, _ in months:
-                rows = self._month_rows("card_search", month, {"query": match, "limit": limit * 4})
-                found += [(float(r["score"]), int(r["id"])) for r in rows]
-        indexed: list[sqlite3.Row] = []
-        seen = {int(r["id"]) for r in scanned}
-        for _, article in sorted(found):
-            if article in seen:
-                continue
-            rows = self._read("news_hits", id=article)
-            if rows and wanted.matches(str(rows[0]["title"]) + " " + str(rows[0]["body"])):
-                indexed.append(rows[0])
-                seen.add(article)
-
-        def in_title(row: sqlite3.Row) -> bool:
-            return wanted.matches(str(row["title"]))
-
-        newest_first = sorted(
-            scanned, key=lambda r: r["published"] or r["fetched_at"], reverse=True
-        )
-        ranked = [r for r in newest_first if in_title(r)] + [r for r in indexed if in_title(r)]
-        ranked += [r for r in newest_first if not in_title(r)] + [
-            r for r in indexed if not in_title(r)
-        ]
-        return [search_hit(r, wanted, marks) for r in ranked[:limit]]
-
-    def _scan(
-        self, wanted: fulltext.Query, months: list[tuple[str, int]], everything: bool
-    ) -> list[sqlite3.Row]:
-        """The articles not in the search index yet that match (every article, when
-        the index cannot narrow the query down): the query runs in SQLite as a
-        function of the text (``feedsync_matches``), so only the matches leave it."""
-        if not self._matches_registered:
-            self._conn.create_function("feedsync_matches", 2, _matches, deterministic=True)
-            self._matches_registered = True
-        params = {"query": wanted.text}
-        rows = self._read("news_scan", **params)
-        for month, after in months:
-            rows += self._month_rows(
-                "news_scan_month", month, {"after": -1 if everything else after, **params}
-            )
-        return rows
-
-    def _month_rows(self, name: str, month: str, params: dict[str, Any]) -> list[sqlite3.Row]:
-        """The rows of a named query about one month's table on the card."""
-        query = card_layout.sql(name, month)
-        return self._retry(lambda: self._conn.execute(query, params).fetchall())
-
-    def _month_cursor(self, name: str, month: str, params: dict[str, Any]) -> sqlite3.Cursor:
-        query = card_layout.sql(name, month)
-        return self._retry(lambda: self._conn.execute(query, params))
-
-    def export_news(self, since: str) -> Iterator[NewsItem]:
-        """Every article since ``since``, oldest first, one at a time: a cursor per side
-        (the live database, each month on the card), merged by id, in one read
-        transaction (one consistent state), never the whole table in memory."""
-        conn = self._conn
-        self._retry(lambda: conn.execute("BEGIN"))
-        try:
-            cursors = [
-                self._retry(lambda: conn.execute(self._q["news_export_live"], {"since": since}))
-            ]
-            for month, _ in self._months():
-                cursors.append(self._month_cursor("news_export_month", month, {"since": since}))
-            yield from heapq.merge(*(_items(c) for c in cursors), key=lambda item: item.id)
-        finally:
-            for cursor in locals().get("cursors", []):
-                cursor.close()
-            if conn.in_transaction:
-                conn.execute("COMMIT")
-
-
-def _items(cursor: sqlite3.Cursor) -> Iterator[NewsItem]:
-    while rows := cursor.fetchmany(200):
-        for row in rows:
-            yield NewsItem(**dict(row))
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed(query: str) -> fulltext.Query:
-    return fulltext.parse(query)
-
-
-def _matches(query: str, text: str | None) -> bool:
-    """SQL's ``feedsync_matches(:query, text)``: whether the text matches the query."""
-    return text is not None and _parsed(query).matches(text)
