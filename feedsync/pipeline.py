@@ -49,7 +49,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import httpx
 
-from feedsync import decide, fetch, hosts, logs, timestamps
+from feedsync import addresses, decide, fetch, hosts, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
 from feedsync.config import Config
@@ -136,7 +136,7 @@ class Pass:
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._host_backoff: dict[str, int] = {}  # hosts in a 429/503 backoff: its count
         self._lan_hosts: dict[str, bool] = {}
-        # where the feeds client reached each host in this pass (fetch.on_the_lan)
+        # where the feeds client reached each host in this pass (addresses.on_the_lan)
         self._connected: dict[str, str] = {}
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-lane")
         # feed documents are parsed beside the lane, so the lane runs only short
@@ -389,12 +389,12 @@ class Pass:
             await self._on_lane(self.storage.host_clear, host)
 
     async def _on_lan(self, feed_urls: tuple[str, ...]) -> bool:
-        """Whether one of an article's feeds is on the LAN (fetch.on_the_lan: decided by
+        """Whether one of an article's feeds is on the LAN (addresses.on_the_lan: decided by
         where this pass reached it, once per pass)."""
         for url in feed_urls:
             host = host_of(url)
             if host not in self._lan_hosts:
-                self._lan_hosts[host] = await fetch.on_the_lan(host, self._connected)
+                self._lan_hosts[host] = await addresses.on_the_lan(host, self._connected)
             if self._lan_hosts[host]:
                 return True
         return False

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from feedsync import fetch
+from feedsync import addresses, fetch
 from feedsync.localserver import LocalServer
 
 T = TypeVar("T")
@@ -169,7 +169,7 @@ def test_page_clients_refuse_private_addresses_before_any_request(server: LocalS
     ],
 )
 def test_private_addresses(address: str, private: bool) -> None:
-    assert fetch.is_private_address(address) is private
+    assert addresses.is_private_address(address) is private
 
 
 # ---------------------------------------------------------------- the LAN rule
@@ -190,8 +190,8 @@ def test_a_name_is_on_the_lan_only_when_all_its_addresses_are(
     async def resolve(host: str, port: int = 443) -> list[str]:
         return answers[host]
 
-    monkeypatch.setattr(fetch, "resolve", resolve)
-    found = {h: asyncio.run(fetch.host_is_private(h)) for h in answers}
+    monkeypatch.setattr(addresses, "resolve", resolve)
+    found = {h: asyncio.run(addresses.host_is_private(h)) for h in answers}
     assert found == {
         "mixed.test": False,
         "nas.test": True,
@@ -209,12 +209,12 @@ def test_a_polled_feed_is_on_the_lan_by_the_address_it_was_reached_at(
     async def rebound(host: str, port: int = 443) -> list[str]:
         return ["127.0.0.1"]
 
-    monkeypatch.setattr(fetch, "resolve", rebound)
+    monkeypatch.setattr(addresses, "resolve", rebound)
     connected = {"feed.test": "93.184.216.34", "nas.test": "192.168.1.5"}
-    assert asyncio.run(fetch.on_the_lan("feed.test", connected)) is False
-    assert asyncio.run(fetch.on_the_lan("nas.test", connected)) is True
+    assert asyncio.run(addresses.on_the_lan("feed.test", connected)) is False
+    assert asyncio.run(addresses.on_the_lan("nas.test", connected)) is True
     # not polled in this pass: its name's answers decide (all private here)
-    assert asyncio.run(fetch.on_the_lan("other.test", connected)) is True
+    assert asyncio.run(addresses.on_the_lan("other.test", connected)) is True
 
 
 def test_the_feeds_client_records_where_it_reached_each_host(server: LocalServer) -> None:
@@ -247,9 +247,9 @@ def _poll_feed(url: str) -> fetch.Response:
 def test_a_feed_on_the_internet_cannot_redirect_onto_the_lan(
     server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = fetch.is_private_address
+    real = addresses.is_private_address
     # the feed's server (127.0.0.1) plays a public one; [::1] stays what it is
-    monkeypatch.setattr(fetch, "is_private_address", lambda a: a != "127.0.0.1" and real(a))
+    monkeypatch.setattr(addresses, "is_private_address", lambda a: a != "127.0.0.1" and real(a))
     port = server.base_url.rsplit(":", 1)[1]
     feed = _feed_redirecting_to(server, f"http://[::1]:{port}/router-admin")
     with pytest.raises(fetch.FetchError, match=r"refused: a redirect from 127\.0\.0\.1") as error:

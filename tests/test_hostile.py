@@ -33,8 +33,8 @@ from conftest import (
 )
 from sitegen import Item
 
+from feedsync import addresses
 from feedsync import config as config_module
-from feedsync import fetch
 from feedsync.parse import MAX_TITLE_CHARS
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
@@ -481,7 +481,7 @@ def test_an_article_on_a_private_address_is_refused_unless_its_feed_is_on_one(
     async def public(host: str, connected: object) -> bool:
         return False
 
-    monkeypatch.setattr(fetch, "on_the_lan", public)
+    monkeypatch.setattr(addresses, "on_the_lan", public)
     feed = site.feed("public.xml", [Item("Router admin", site.page("admin"))])
     done = world.run(feed, others_land=False)
     state, error = done.query(
@@ -503,7 +503,7 @@ def test_allow_private_lets_every_article_through(
     async def public(host: str, connected: object) -> bool:
         return False
 
-    monkeypatch.setattr(fetch, "on_the_lan", public)
+    monkeypatch.setattr(addresses, "on_the_lan", public)
     feed = site.feed("public.xml", [Item("Intranet", site.page("intranet"))])
     assert "Intranet" in world.run(feed, fetch={"allow_private": True}).titles()
     assert site.hits("/articles/intranet") == 1
