@@ -77,13 +77,16 @@ def setup(level: int = logging.INFO, environ: Mapping[str, str] = os.environ) ->
     # exceptions that the daemon logs itself: only its critical messages are kept.
     logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
     logging.getLogger("apscheduler").addHandler(handler)
-    # psycopg's pool (PostgreSQL) says at WARNING what went wrong with a connection (the
-    # server refused one, a broken one was discarded): without a handler of its own, that
-    # went to Python's last-resort stderr, bare, past journald's priorities. It is the
-    # one line a pool problem gets, so it goes where feedsync's lines go; its INFO
-    # (a connection that failed a check) and DEBUG chatter are not kept.
-    pool = logging.getLogger("psycopg.pool")
-    pool.handlers[:] = [handler]
-    pool.setLevel(logging.WARNING)
-    pool.propagate = False
+    # A database driver's own loggers (storage names them) say at WARNING what went wrong
+    # with a connection (the server refused one, a broken one was discarded): without a
+    # handler of their own, that went to Python's last-resort stderr, bare, past
+    # journald's priorities. It is the one line a pool problem gets, so it goes where
+    # feedsync's lines go; their INFO and DEBUG chatter are not kept.
+    from feedsync.storage import DRIVER_LOGGERS
+
+    for name in DRIVER_LOGGERS:
+        driver = logging.getLogger(name)
+        driver.handlers[:] = [handler]
+        driver.setLevel(logging.WARNING)
+        driver.propagate = False
     return where

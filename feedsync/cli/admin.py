@@ -143,9 +143,8 @@ def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
     [storage] url. Progress bars on a terminal; the row counts of both sides at the end."""
     import contextlib
 
-    from feedsync import migrate
     from feedsync.config import database_url
-    from feedsync.storage import StorageError
+    from feedsync.storage import StorageError, migrate
 
     try:
         url = database_url(args.to)

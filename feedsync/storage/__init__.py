@@ -38,6 +38,7 @@ from feedsync.storage.interface import (
 )
 
 __all__ = [
+    "DRIVER_LOGGERS",
     "NO_CARD",
     "SNAPSHOTS_DO_NOT_APPLY",
     "ArticleQueue",
@@ -105,6 +106,9 @@ def restore_snapshot(
 
 # ---------------------------------------------------------------- for the commands
 # What the commands say and decide about where the data is, without naming an engine.
+
+#: the loggers of the database drivers, which the daemon's log takes in (feedsync/logs.py)
+DRIVER_LOGGERS = ("psycopg.pool",)
 
 #: ``feedsync status``'s snapshot line for a database that saves to no card
 NO_CARD = "a PostgreSQL database is backed up with pg_dump"
