@@ -5,9 +5,10 @@ alike.
 (``[poll] concurrency``), spaces a host's starts by ``[fetch] host_delay``, keeps off a host
 that said 429/503 until its block ends, and stops asking a host that could not be reached
 in this pass. In this process it is semaphores and a clock; across every poller on the
-database it takes each request's turn through :class:`SharedHosts` (the pipeline's
-storage calls). A process alone on its database holds the hosts it polls
-(feedsync/holds.py) and paces them in memory. No network I/O here: fetch.py sends.
+database it takes each request's turn through :class:`SharedHosts` (storage calls on
+the pass's lane: feedsync.context.StorageHosts). A process alone on its database holds
+the hosts it polls (feedsync/holds.py) and paces them in memory. No network I/O here:
+fetch.py sends.
 """
 
 from __future__ import annotations

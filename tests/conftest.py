@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,20 @@ class Site:
 @pytest.fixture
 def site(server: LocalServer) -> Site:
     return Site(server)
+
+
+# The moment the end-to-end scenarios (test_pipeline, test_polling, test_articles) date
+# their entries from: ``hours(2)`` is two hours before it.
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+def hours(n: float) -> datetime:
+    return NOW - timedelta(hours=n)
+
+
+def news_titles(fs: FeedsyncEnv) -> list[str]:
+    """The titles of the articles stored, sorted: what ``feedsync list`` would show."""
+    return sorted(row[0] for row in fs.query("SELECT title FROM news"))
 
 
 # The engines the core pipeline and the multi-process tests run on: a module says

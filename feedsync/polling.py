@@ -1,0 +1,388 @@
+"""Stages 1-2 of a pass: every feed polled, what is new staged, one write per feed.
+
+As a pipe::
+
+    storage.feeds_to_poll                                          -- one read
+      | claims.FeedClaims (storage.claim_feeds: batches, by host)  -- ~1 txn per many feeds
+      | fetch.get (conditional GET, concurrent; hosts.HostGate)    -- network
+      | parse.parse_feed                                           -- CPU, the parse thread
+      | decide.poll -> PollIntent (staged/304/failed/gone/moved)   -- pure
+      | storage.record_poll (INSERT OR IGNORE ... RETURNING)       -- 1 txn/feed; dedup here
+
+Feed documents are parsed on a thread of their own, beside the database lane
+(feedsync/context.py), so the lane runs only short transactions: a host's turn is never
+stuck behind a 2,000-entry parse. A feed poll writes once, whatever its outcome (the
+decision is one intent), and gives its host's turn back in that same write. Whatever
+goes wrong with one feed is recorded on that feed; the pass goes on with the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from feedsync import decide, fetch, logs, timestamps
+from feedsync.canonical import canonical_url, host_of
+from feedsync.claims import FeedClaims, ahead_for
+from feedsync.context import HELD_SLOTS, PassContext, unexpected
+from feedsync.hosts import HostBlocked
+from feedsync.parse import NotAFeed, parse_feed
+from feedsync.records import (
+    GONE,
+    NOT_MODIFIED,
+    STAGED,
+    Answer,
+    Feed,
+    FeedClaim,
+    ParsedFeed,
+    PollIntent,
+    PollRecord,
+)
+from feedsync.storage import StorageError, StorageFull, StorageUnavailable
+
+
+class FeedPolls:
+    """The polls of one pass (see the module).
+
+    Which feeds: every enabled one, or (``due_only``: the daemon, ``run --due``) those
+    whose next poll time has come, or only the ids in ``only`` (``feedsync add`` polls
+    the new one). ``for_extraction``: the rows staged are leased to this pass's article
+    queue; False (stage only), they are claimable by anyone at once."""
+
+    def __init__(
+        self,
+        context: PassContext,
+        *,
+        due_only: bool = False,
+        only: set[int] | None = None,
+        for_extraction: bool = True,
+    ):
+        self.context = context
+        config = context.config
+        self._due_only = due_only
+        self._only = only
+        self._due_before: str | None = None  # due-only passes: the feeds' due time
+        self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in listed
+        self._feed_hosts: dict[int, str] = {}  # in listed
+        self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-parse")
+        self._rules = decide.PollRules(
+            base=config.poll.interval,
+            min_interval=config.poll.min_interval,
+            max_interval=config.poll.max_interval,
+            lookback=config.poll.lookback,
+            identity_window=config.identity.window,
+            extract_lease=config.extract.lease if for_extraction else None,
+        )
+
+    def close(self) -> None:
+        """Wait for the parse in progress."""
+        self._parser.shutdown(wait=True)
+
+    async def listed(self, started_at: str, now: datetime) -> list[Feed]:
+        """The feeds this pass polls, counted; when there is no room in RAM for what they
+        would bring, none is polled (each is polled when there is room again)."""
+        c = self.context
+        self._due_before = started_at if self._due_only else None
+        feeds = await c.on_lane(
+            c.storage.feeds_to_poll, self._due_before, timestamps.to_iso(now - decide.WEEK)
+        )
+        if self._only is not None:
+            feeds = [feed for feed in feeds if feed.id in self._only]
+        c.stats.feeds = len(feeds)
+        self._claims = FeedClaims(feeds, self._claim_feeds, self._claim_ahead)
+        self._feed_hosts = {feed.id: host_of(feed.url) for feed in feeds}
+        if feeds:
+            # extraction and the save go on
+            full = await c.on_lane(c.storage.room_for_entries)
+            if full is not None:
+                c.stats.not_taking = full
+                c.problem(full)
+        return feeds
+
+    async def poll_all(self, feeds: list[Feed], started_at: str, now: datetime) -> None:
+        """Every listed feed polled (at most ``concurrency`` documents in memory), those
+        refused for a moment swept once more; then the held hosts given back."""
+        c = self.context
+        c.progress.start_feeds(len(feeds))
+        # Bodies waiting for the parser count against the same bound as downloads, so
+        # at most `concurrency` feed documents are in memory at once.
+        in_memory = asyncio.Semaphore(c.config.poll.concurrency)
+        keeper = asyncio.create_task(self._keep_holds())
+        try:
+            await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
+            await self._sweep(in_memory, started_at, now)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        await c.release_holds(c.holds.end())
+
+    async def _sweep(self, in_memory: asyncio.Semaphore, started_at: str, now: datetime) -> None:
+        """Once more, the feeds this pass was refused that are still due and free now. A
+        claim skips a feed that another transaction has locked at that instant (on
+        PostgreSQL: another poller's claim or a daemon bringing its config's feeds in),
+        and the one holding the lock may not poll it either: without this it waited a
+        whole tick (found by bench scenario 10)."""
+        c = self.context
+        refused = self._claims.refused
+        if not refused or c.stopping:
+            return
+        listed = await c.on_lane(
+            c.storage.feeds_to_poll, started_at, timestamps.to_iso(now - decide.WEEK)
+        )
+        again = [feed for feed in listed if feed.id in refused]
+        if not again:
+            return
+        c.stats.busy -= len(again)
+        self._claims = FeedClaims(again, self._claim_feeds, self._claim_ahead)
+        await asyncio.gather(*(self._poll(f, in_memory) for f in again))
+
+    # ------------------------------------------------------------ one feed
+
+    async def _poll(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
+        """One feed's poll, its failures contained: whatever goes wrong with it (any
+        exception type: a parser, a header, a library bug on hostile input) is recorded
+        on the feed and the pass goes on with the others."""
+        c = self.context
+        held: list[tuple[str, int]] = []
+        token = HELD_SLOTS.set(held)
+        try:
+            await self._poll_feed(feed, in_memory)
+        except StorageUnavailable:
+            raise  # the server is down: the pass ends, the daemon waits for it
+        except Exception as exc:
+            reason = unexpected(exc)
+            logs.LOGGER.debug("feed %s: %s", feed.url, reason, exc_info=True)
+            # this write failing too means the database's own trouble: that ends the pass
+            intent = self._decide(feed, error=reason)
+            record = await self._record(intent)
+            self._count_feed(feed, intent, record)
+        finally:
+            HELD_SLOTS.reset(token)
+            for host, slot in held:  # not given back by a record: the poll went otherwise
+                with contextlib.suppress(StorageError):
+                    await c.on_lane(c.storage.host_done, host, c.owner, slot)
+
+    async def _record(self, intent: PollIntent) -> PollRecord:
+        """The poll's one write, with the host slots its request held."""
+        c = self.context
+        held = HELD_SLOTS.get()
+        given = tuple(held or ())
+        host = self._feed_hosts.get(intent.feed_id)
+        held_host = host if host is not None and c.holds.holds(host) else None
+        record = await c.on_lane(
+            c.storage.record_poll, replace(intent, host_slots=given, held_host=held_host)
+        )
+        if held:
+            del held[: len(given)]
+        if record.host_wanted:
+            # another process was refused a turn on the held host: nothing more is held
+            await c.company_came()
+        return record
+
+    async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
+        """fetch | parse | decide.poll | storage.record_poll: one write for the outcome."""
+        c = self.context
+        poll = c.config.poll
+        parsed: ParsedFeed | None = None
+        by_308 = False
+        host = host_of(feed.url)
+        if c.stats.not_taking is not None:  # no room for new entries: poll it later
+            self._defer()
+            return
+        if c.gate.blocked(host):  # it asked us to wait: not even a conditional GET
+            self._defer()
+            return
+        async with contextlib.AsyncExitStack() as memory:
+            try:
+                # the claim before the host's turn: a feed another process is polling
+                # spends no slot and no start of the host's; room for the body once the
+                # turn has come: a feed waiting for its host holds none
+                async with c.gate.slot(
+                    host,
+                    origin=fetch.origin_of(feed.url),
+                    first=lambda: self._claims.take(feed),
+                    ready=lambda: memory.enter_async_context(in_memory),
+                ) as claimed:
+                    if not claimed:
+                        c.stats.busy += 1  # another process is polling it right now
+                        c.progress.feed_done(0)
+                        return
+                    response = await fetch.get(
+                        c.clients["feeds"],
+                        feed.url,
+                        max_bytes=poll.max_feed_bytes,
+                        deadline=poll.timeout.total_seconds(),
+                        accept=fetch.FEED_ACCEPT,
+                        etag=feed.etag,
+                        last_modified=feed.last_modified,
+                    )
+            except HostBlocked:  # it said 429/503 while this feed waited for its turn
+                await c.on_lane(c.storage.release_feed, feed.id, c.owner)
+                self._defer()
+                return
+            except fetch.FetchError as exc:
+                host_wait = None
+                hint = exc.retry_after
+                if exc.host_busy:
+                    hint, host_wait = c.host_block(host, exc)
+                intent = self._decide(
+                    feed, error=str(exc), hint=hint, gone=exc.status == 410, host_wait=host_wait
+                )
+            else:
+                answer = Answer(
+                    etag=response.etag,
+                    last_modified=response.last_modified,
+                    max_age=response.max_age,
+                    moved_to=canonical_url(response.moved_to) if response.moved_to else None,
+                    moved_by_308=response.moved_by_308,
+                )
+                by_308 = response.moved_by_308
+                host_clear = c.host_unblocked(host)
+                if response.not_modified:
+                    intent = self._decide(feed, answer=answer, host_clear=host_clear)
+                else:
+                    intent, parsed = await self._parse_and_decide(
+                        feed, response, answer, host_clear
+                    )
+        try:
+            record = await self._record(intent)
+        except StorageFull as exc:
+            # the RAM disk is full and the card cannot take more: nothing of this poll
+            # is recorded (the feed is polled again later), no further feed is polled
+            # in this pass; extraction and the save go on
+            if c.stats.not_taking is None:
+                c.stats.not_taking = str(exc)
+                c.problem(str(exc))
+            await c.on_lane(c.storage.release_feed, feed.id, c.owner)
+            self._defer()
+            return
+        self._count_feed(feed, intent, record, parsed, by_308)
+
+    def _defer(self) -> None:
+        self.context.stats.deferred += 1
+        self.context.progress.feed_done(0)
+
+    async def _parse_and_decide(
+        self, feed: Feed, response: fetch.Response, answer: Answer, host_clear: str | None
+    ) -> tuple[PollIntent, ParsedFeed | None]:
+        """The document parsed on the parse thread; a parse that fails (not a feed, or a
+        parser bug on hostile input) is the poll's failure, not the pass's."""
+        fetched_at = self.context.clock()
+        loop = asyncio.get_running_loop()
+        try:
+            parsed = await loop.run_in_executor(
+                self._parser,
+                parse_feed,
+                response.body,
+                response.url,
+                fetched_at,
+                response.content_type,
+            )
+        except NotAFeed as exc:
+            return self._decide(feed, error=str(exc), host_clear=host_clear), None
+        except Exception as exc:  # a parser bug on hostile input must not end the pass
+            reason = f"cannot parse: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            return self._decide(feed, error=reason, host_clear=host_clear), None
+        intent = self._decide(
+            feed, answer=answer, parsed=parsed, host_clear=host_clear, now=fetched_at
+        )
+        return intent, parsed
+
+    def _decide(self, feed: Feed, *, now: datetime | None = None, **outcome: Any) -> PollIntent:
+        c = self.context
+        return decide.poll(
+            feed,
+            now or c.clock(),
+            self._rules,
+            jitter=c.rng.uniform(-0.1, 0.1),
+            owner=c.owner,
+            **outcome,
+        )
+
+    def _count_feed(
+        self,
+        feed: Feed,
+        intent: PollIntent,
+        record: PollRecord,
+        parsed: ParsedFeed | None = None,
+        by_308: bool = False,
+    ) -> None:
+        c = self.context
+        s = c.stats
+        s.polled += 1
+        s.not_modified += intent.outcome == NOT_MODIFIED
+        s.parsed += intent.outcome == STAGED
+        if parsed is not None:
+            s.entries_seen += len(parsed.entries) + parsed.skipped
+            s.entries_skipped += parsed.skipped
+        s.candidates += len(intent.entries)
+        s.staged += len(record.created_ids)
+        s.revisions += record.revisions
+        error = intent.error
+        if intent.outcome == GONE:
+            error = f"{error} (disabled)"
+        if error:
+            s.feed_errors += 1
+            c.problem(f"feed {feed.url}: {error}", feed.url)
+        note = decide.move_note(intent, record.move_refused, by_308)
+        if note:
+            c.progress.problem(f"feed {feed.url}: {note}", feed.url)
+        c.progress.feed_done(len(record.created_ids))
+
+    # ------------------------------------------------------------ claims and holds
+
+    async def _claim_feeds(self, ids: list[int]) -> FeedClaim:
+        """One claim transaction (feedsync.claims), which also holds the feeds' hosts
+        while the pass is alone (feedsync.holds)."""
+        c = self.context
+        now = c.clock()
+        claim = await c.on_lane(
+            c.storage.claim_feeds,
+            ids,
+            c.owner,
+            timestamps.to_iso(now),
+            timestamps.to_iso(now + c.config.poll.lease),
+            self._due_before,
+            c.holds.wanted(self._feed_hosts[i] for i in ids if i in self._feed_hosts),
+            c.config.fetch.host_delay.total_seconds(),
+            c.hold_lease,
+        )
+        for host, ahead in claim.held:
+            c.gate.pace_from(host, ahead)
+        await c.release_holds(c.holds.granted(host for host, _ in claim.held))
+        if claim.others:
+            await c.company_came()
+        return claim
+
+    async def _keep_holds(self) -> None:
+        """While the polls run: the held hosts' lease renewed every third of it, in one
+        transaction that also says whether company has come (then nothing is held)."""
+        c = self.context
+        while not c.holds.company:
+            await asyncio.sleep(c.hold_lease / 3)
+            if not c.holds.held:
+                continue
+            try:
+                others = await c.on_lane(
+                    c.storage.host_holds_keep,
+                    c.owner,
+                    timestamps.to_iso(c.clock()),
+                    c.hold_lease,
+                )
+            except StorageError as exc:
+                # politeness, not data: should a hold lapse, another poller may send
+                # to its host one request early. The pass goes on.
+                c.progress.problem(f"held hosts: their lease was not renewed: {exc}")
+                continue
+            if others:
+                await c.company_came()
+
+    def _claim_ahead(self, alone: bool) -> int:
+        config = self.context.config
+        poll = config.poll
+        return ahead_for(poll.lease, config.fetch.host_delay, poll.per_host, alone=alone)
