@@ -297,9 +297,9 @@ def _result(
 
 
 def _budget_bytes(text: str) -> int:
-    from feedsync.config import _size
+    from feedsync.values import size
 
-    return int(_size(text))
+    return int(size(text))
 
 
 def search_before_after(card: Path, terms: dict[str, str]) -> dict[str, Any]:
