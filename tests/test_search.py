@@ -112,3 +112,20 @@ def test_a_query_with_nothing_to_find_is_refused_in_one_line(world: FeedsyncEnv)
     done = world.run("search", "OR", "--", "...", expect=2)
     assert "no word in it" in done.stderr
     assert "AND, OR and NOT are operators" in world.run("search", "--help").stdout
+
+
+def test_folding_is_one_character_for_one_whatever_the_text() -> None:
+    """A match found in the folded text marks the same place in the text, so folding
+    keeps the length; the fast path (one casefold of the whole text) gives what folding
+    each character alone gives, "ß", "İ" and final sigmas included."""
+    import random
+
+    from feedsync.storage.search import _fold_char, fold
+
+    rng = random.Random(23)
+    pool = [*"ßẞİıΣσςﬁǅAaÉé漢字かなカナ한국어 .,-_", "\u0130", "\u1e9e"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        assert fold(text) == "".join(map(_fold_char, text)), repr(text)
+        assert len(fold(text)) == len(text)
+    assert fold("Straße ΣΑΣ 東京") == "straße σασ 東京"
