@@ -13,10 +13,10 @@ from typing import Any
 
 from feedsync import identity
 from feedsync.records import Entry, PollIntent, PollRecord
-from feedsync.storage.sql_core import SQLCore
+from feedsync.storage.sql_polling import SQLPolling
 
 
-class PGStaging(SQLCore):
+class PGStaging(SQLPolling):
     """``_stage`` (and what it needs) in place of the shared one, per poll."""
 
     def _stage(self, conn: Any, intent: PollIntent) -> PollRecord:
@@ -78,18 +78,7 @@ class PGStaging(SQLCore):
         revisions = 0
         if intent.identity == identity.AUTO and created:
             revisions = self._link_revisions(conn, intent, created, newly_linked)
-        self._exec(
-            conn,
-            "stage_feed_polled",
-            feed_id=intent.feed_id,
-            newest=intent.newest_published,
-            title=intent.feed_title,
-            etag=intent.etag,
-            last_modified=intent.last_modified,
-            now=intent.polled_at,
-            next_poll_at=intent.next_poll_at,
-            warning=intent.warning,
-        )
+        self._feed_polled(conn, intent)
         return PollRecord(
             created_ids=tuple(summary_id for _, summary_id, _ in created),
             linked=len(newly_linked),

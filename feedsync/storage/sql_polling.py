@@ -131,6 +131,12 @@ class SQLPolling(SQLHostPacing):
                 summary_id=summary_id,
                 now=intent.polled_at,
             ).rowcount
+        self._feed_polled(conn, intent)
+        return PollRecord(created_ids=tuple(created), linked=linked, revisions=revisions)
+
+    def _feed_polled(self, conn: Connection, intent: PollIntent) -> None:
+        """The feed's row after a poll that parsed: validators, schedule, its newest
+        date (never backwards), no error; the last statement of every engine's stage."""
         self._exec(
             conn,
             "stage_feed_polled",
@@ -143,7 +149,6 @@ class SQLPolling(SQLHostPacing):
             next_poll_at=intent.next_poll_at,
             warning=intent.warning,
         )
-        return PollRecord(created_ids=tuple(created), linked=linked, revisions=revisions)
 
     def _move(self, conn: Connection, intent: PollIntent) -> str | None:
         """In record_poll's transaction: a redirect seen (pending) or trusted (the feed
