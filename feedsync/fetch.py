@@ -326,6 +326,11 @@ async def _get(
             "moved_by_308": by_308,
         }
         if status == 304:
+            # Read to its end (a 304 has no body: h11 reads none, whatever the headers
+            # say), or httpcore closes the connection instead of keeping it for the next
+            # feed of the host: a new connection for every feed of a steady-state pass.
+            async for _ in response.aiter_raw():
+                pass
             return Response(status=304, body=b"", content_type=None, **common)
         if status != 200:
             reason = response.reason_phrase or ""

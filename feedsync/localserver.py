@@ -61,6 +61,7 @@ class LocalServer:
         self.hits: Counter[str] = Counter()  # requests per path
         self.not_modified: Counter[str] = Counter()  # of which answered 304
         self.headers: dict[str, dict[str, str]] = {}  # the last request's headers, per path
+        self.connections = 0  # TCP connections accepted (a client that reuses one: 1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -106,6 +107,11 @@ class LocalServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def do_GET(self) -> None:
                 server._answer(self)

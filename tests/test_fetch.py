@@ -75,6 +75,27 @@ def test_conditional_get_round_trip(server: LocalServer) -> None:
     assert third.status == 200 and third.etag != first.etag
 
 
+def test_polls_of_one_host_share_a_connection_whether_200_or_304(server: LocalServer) -> None:
+    """A pass polls many feeds of one host one after the other: one connection carries
+    them all (on a Pi with HTTPS, a new connection per feed is a TLS handshake per
+    feed). A 304 used to leave its connection unusable: every unchanged feed, most of a
+    steady-state pass, opened a new one."""
+    urls = [server.set(f"/feed-{n}.xml", "<rss/>", "application/rss+xml") for n in range(4)]
+
+    async def main() -> list[fetch.Response]:
+        async with fetch.make_client(timeout=5, concurrency=4) as client:
+            found = [await get(url)(client) for url in urls]
+            again = [
+                await get(url, etag=f.etag, last_modified=f.last_modified)(client)
+                for url, f in zip(urls, found, strict=True)
+            ]
+            return found + again
+
+    answers = asyncio.run(main())
+    assert [a.status for a in answers] == [200] * 4 + [304] * 4
+    assert server.connections == 1
+
+
 def test_the_request_names_feedsync(server: LocalServer) -> None:
     seen: dict[str, str] = {}
     original = server._answer
