@@ -66,13 +66,7 @@ class PGStaging(SQLPolling):
             if row["linked"] or (
                 row["created_id"] is None
                 and row["found_id"] is None
-                and self._exec(
-                    conn,
-                    "stage_link",
-                    feed_id=intent.feed_id,
-                    summary_id=summary_id,
-                    now=intent.polled_at,
-                ).rowcount
+                and self._link(conn, intent, summary_id)
             ):
                 newly_linked.append((ord_, summary_id))
         revisions = 0

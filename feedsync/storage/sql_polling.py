@@ -124,15 +124,21 @@ class SQLPolling(SQLHostPacing):
                 if existing["published"] is None and entry.published is not None:
                     self._pull_entry(conn, summary_id)
                     self._exec(conn, "stage_fill_date", id=summary_id, published=entry.published)
-            linked += self._exec(
+            linked += self._link(conn, intent, summary_id)
+        self._feed_polled(conn, intent)
+        return PollRecord(created_ids=tuple(created), linked=linked, revisions=revisions)
+
+    def _link(self, conn: Connection, intent: PollIntent, summary_id: int) -> int:
+        """The polled feed linked to an entry (1), or 0 when it already was."""
+        return int(
+            self._exec(
                 conn,
                 "stage_link",
                 feed_id=intent.feed_id,
                 summary_id=summary_id,
                 now=intent.polled_at,
             ).rowcount
-        self._feed_polled(conn, intent)
-        return PollRecord(created_ids=tuple(created), linked=linked, revisions=revisions)
+        )
 
     def _feed_polled(self, conn: Connection, intent: PollIntent) -> None:
         """The feed's row after a poll that parsed: validators, schedule, its newest
