@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from feedsync.storage.errors import StorageError
+
 SPILL_SHARE = 0.5  # of the RAM budget: save to the card and leave RAM
 FULL_SHARE = 0.85  # of the RAM budget: take no new entries
 RESERVE_SHARE = 0.05  # of a file system, always left free
@@ -126,3 +128,15 @@ def wal_pages(budget: int, page_size: int = 4096) -> int:
 
 def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
+
+
+def need_room(size: int, where: Path, doing: str) -> None:
+    """Raise StorageError, its message starting with ``doing``, when ``size`` bytes and
+    the save margin do not fit on ``where``'s file system: the check before a whole
+    database is written there."""
+    room = disk_of(where).free
+    if room < size + SAVE_MARGIN:
+        raise StorageError(
+            f"{doing}: it needs about {size / 1e6:.0f} MB free on the file system of "
+            f"{where}, which has {room / 1e6:.0f} MB"
+        )

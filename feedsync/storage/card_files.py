@@ -276,6 +276,26 @@ def remove_database(path: Path) -> None:
         file.unlink(missing_ok=True)
 
 
+def beside(path: Path, tag: str) -> Path:
+    """Where a database that will replace ``path`` is written first: a hidden name in
+    the same folder (a rename within it is atomic), this process's own."""
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
+
+
+@contextlib.contextmanager
+def fresh_database(path: Path) -> Iterator[sqlite3.Connection]:
+    """A new, empty, private database at ``path`` (what a crash left there removed
+    first), open in autocommit mode, closed on the way out. The caller renames it into
+    place, or removes it on an error."""
+    remove_database(path)
+    new_private_file(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
 def set_aside(path: Path, notice: Notice) -> Path:
     """``--force`` over a card of another database or copy: keep it, under another name."""
     with file_lock(lock_path(path)):

@@ -13,8 +13,10 @@ from feedsync.storage import busy
 from feedsync.storage.card_files import (
     Notice,
     SnapshotRefused,
+    beside,
     file_lock,
     file_meta,
+    fresh_database,
     fsync,
     lock_path,
     new_private_file,
@@ -146,20 +148,15 @@ def restore_live(live: Path, path: Path, keep_since: str) -> None:
     renamed into place."""
     for stale in sidecars(live):  # a WAL of another database must never meet this one
         stale.unlink(missing_ok=True)
-    temporary = live.with_name(f".{live.name}.restore-{os.getpid()}")
-    remove_database(temporary)
+    temporary = beside(live, "restore")
     try:
-        new_private_file(temporary)
-        conn = sqlite3.connect(temporary, isolation_level=None)
-        try:
+        with fresh_database(temporary) as conn:
             # the pages a save frees go back to the RAM disk (PRAGMA incremental_vacuum)
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             migrate_sqlite(conn, str(live))
             conn.execute("ATTACH ? AS card", (uri(path, "ro"),))
             busy.write(conn, lambda c: _copy_hot(c, keep_since), str(live))
             conn.execute("DETACH card")
-        finally:
-            conn.close()
         temporary.replace(live)
     except sqlite3.Error as exc:
         remove_database(temporary)

@@ -4,7 +4,6 @@ in one transaction."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -13,6 +12,8 @@ from feedsync.storage import budget, busy, sqlfiles
 from feedsync.storage.card import Card
 from feedsync.storage.card_files import (
     Notice,
+    beside,
+    fresh_database,
     fsync,
     new_private_file,
     open_read_only,
@@ -28,19 +29,14 @@ from feedsync.storage.sqlfiles import migrate_sqlite, queries
 def create(path: Path, lineage: str | None, now: str) -> None:
     """A new card database at ``path`` (nothing there), of ``lineage`` (None: a new
     database's own), written beside it and renamed into place."""
-    temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
-    remove_database(temporary)
+    temporary = beside(path, "new")
     try:
-        new_private_file(temporary)
-        conn = sqlite3.connect(temporary, isolation_level=None)
-        try:
+        with fresh_database(temporary) as conn:
             migrate_sqlite(conn, str(path))
             busy.write(conn, lambda c: to_card_layout(c, now), str(path))
             if lineage is not None:
                 with conn:
                     conn.execute(queries()["meta_set"], {"key": "lineage", "value": lineage})
-        finally:
-            conn.close()
         fsync(temporary)
         _orphans_aside(path)
         temporary.replace(path)
@@ -84,13 +80,7 @@ def upgrade(path: Path, now: str, notice: Notice) -> None:
     read_only = why_read_only(path)
     if read_only is not None:
         raise CardReadOnly(f"cannot upgrade {path} to this feedsync's layout: {read_only}")
-    size = budget.files_size(path, *sidecars(path))
-    room = budget.disk_of(path).free
-    if room < size + budget.SAVE_MARGIN:
-        raise StorageError(
-            f"cannot upgrade {path}: it needs about {size / 1e6:.0f} MB free beside it, the "
-            f"file system has {room / 1e6:.0f} MB"
-        )
+    budget.need_room(budget.files_size(path, *sidecars(path)), path, f"cannot upgrade {path}")
     notice(f"upgrading {path} to schema {sqlfiles.schema_steps()[-1][0]} (the card layout); once")
     card = Card(path, None)  # checkpoints a WAL and leaves the rollback journal
     try:
@@ -109,13 +99,8 @@ def flush_legacy(live: Path, path: Path) -> None:
     whole file to the card first (as feedsync did then: VACUUM INTO beside it, fsync,
     rename), so that the upgrade starts from everything."""
     size = budget.files_size(live, *sidecars(live))
-    room = budget.disk_of(path).free
-    if room < size + budget.SAVE_MARGIN:
-        raise StorageError(
-            f"cannot save {live} to {path} before upgrading: it needs about "
-            f"{size / 1e6:.0f} MB on the card, which has {room / 1e6:.0f} MB free"
-        )
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    budget.need_room(size, path, f"cannot save {live} to {path} before upgrading")
+    temporary = beside(path, "tmp")
     temporary.unlink(missing_ok=True)
     try:
         new_private_file(temporary)  # VACUUM INTO fills an empty file
