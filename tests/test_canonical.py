@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urljoin, urlsplit
+
 import pytest
+from conftest import corpus_or_skip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from feedsync import canonical
 from feedsync.canonical import canonical_url
 
 FEED = "https://news.example.com/feeds/world.xml"
@@ -109,3 +114,59 @@ def test_canonicalisation_never_raises_and_is_idempotent(link: str, base: str | 
         assert once.startswith(("http://", "https://"))
         assert canonical_url(once) == once
         assert canonical_url(once, base) == once
+
+
+# ---------------------------------------------------------------- the plain-ASCII fast path
+# canonical_url skips w3lib's safe_url_string for a URL of plain ASCII characters and
+# urljoin for an absolute link. Both shortcuts must give exactly what the long way gives:
+# resolve with urljoin, then make a URI with w3lib (the fast path shut off).
+
+PLAIN = "abcXYZ019-._~:/?@!$&()*+,;=%"
+plain_urls = st.builds(
+    lambda scheme, host, port, path, query, frag: f"{scheme}://{host}{port}{path}{query}{frag}",
+    st.sampled_from(["http", "https", "HTTP", "Https"]),
+    st.sampled_from(["news.example.com", "News.Example.COM", "127.0.0.1", "a_b.example", "h."]),
+    st.sampled_from(["", ":80", ":443", ":8080", ":", ":0080"]),
+    st.text(alphabet=PLAIN + "/.", max_size=60).map(lambda t: "/" + t),
+    st.one_of(
+        st.just(""),
+        st.text(alphabet=PLAIN, max_size=40).map(lambda t: "?" + t),
+        st.sampled_from(["?utm_source=rss&id=7", "?a=%7e&b=%2f", "?x&&y=", "?%zz=1"]),
+    ),
+    st.sampled_from(["", "#", "#frag", "#a?b"]),
+)
+relative_links = st.text(alphabet=PLAIN + "./", max_size=60)
+
+
+def _the_long_way(link: str, base: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    stripped = link.strip()
+    given = urlsplit(stripped)
+    if not stripped or (given.scheme in ("http", "https") and not given.netloc):
+        return None  # rules of canonical_url's own, before any resolving
+    with monkeypatch.context() as patch:
+        patch.setattr(canonical, "_PLAIN_URI", re.compile(r"(?!)"))  # never plain
+        return canonical_url(urljoin(base, stripped) if base else stripped)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    link=st.one_of(plain_urls, relative_links),
+    base=st.sampled_from([None, FEED, "http://127.0.0.1:8080/x/feed.xml"]),
+)
+def test_the_fast_path_gives_what_w3lib_and_urljoin_give(link: str, base: str | None) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert canonical_url(link, base) == _the_long_way(link, base, monkeypatch)
+
+
+def test_the_fast_path_on_every_link_of_the_corpus() -> None:
+    """Every entry link of the real-world feeds: the same canonical URL both ways."""
+    folder = corpus_or_skip("feeds")
+    links = 0
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            for link in re.findall(r"https?://[^\s<>\"']+", text):
+                base = "https://feeds.example.org/a/feed.xml"
+                assert canonical_url(link, base) == _the_long_way(link, base, monkeypatch), link
+                links += 1
+    assert links > 1000
