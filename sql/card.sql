@@ -202,6 +202,18 @@ DELETE FROM news_summary WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- ---------------------------------------------------------------- the live side
 
+-- name: live_indexes
+-- Indexes the live database has and the card does not (created when it is opened, so a
+-- live database restored from the card gets them too). The GUID index serves
+-- identity_by_guid, run for every entry a poll creates: without it, each one read every
+-- entry of the identity window (news_summary_recent is ordered by time), a cost that
+-- grew with the window and made a first poll of many feeds quadratic (0.5 ms a row at
+-- 3,000 rows). On the card it would be an insert at a random place per entry saved,
+-- which is why migration 7 took it away there (sql/migrations/0007_ram_and_card.sql);
+-- in RAM it costs the GUIDs of the rows the live database holds.
+CREATE INDEX IF NOT EXISTS main.news_summary_guid_live ON news_summary (guid)
+ WHERE guid IS NOT NULL;
+
 -- name: live_views
 -- What every read sees: the live database's rows, and the card's that the live
 -- database does not hold (where both hold a row, the live one is the newer). Temporary

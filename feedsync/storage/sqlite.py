@@ -189,8 +189,9 @@ class SQLiteStorage(SQLiteSaving, SQLiteReading):
 
     def _attach(self) -> None:
         self._attach_card_only()
-        for statement in split_statements(self._q["live_views"]):
-            self._conn.execute(statement)
+        for name in ("live_indexes", "live_views"):
+            for statement in split_statements(self._q[name]):
+                self._conn.execute(statement)
         self._write(self._settle)
 
     def _settle(self, conn: sqlite3.Connection) -> None:
