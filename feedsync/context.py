@@ -253,6 +253,9 @@ class StorageHosts:
     def go_local(self, host: str) -> bool:
         return self._context.holds.go_local(host)
 
+    def still_local(self, host: str) -> bool:
+        return self._context.holds.still_local(host)
+
     async def left_local(self, host: str) -> None:
         c = self._context
         if c.holds.left_local(host):

@@ -76,6 +76,12 @@ class HostHolds:
         self._local[host] += 1
         return True
 
+    def still_local(self, host: str) -> bool:
+        """Whether a request counted in flight under the hold, that waited for its start
+        in memory, may still go that way: not once company came (it leaves, counted
+        out by :meth:`left_local`, and takes its turn from the database)."""
+        return host in self._open
+
     def left_local(self, host: str) -> bool:
         """A request under the hold is over. True: release the host now (company came
         while it ran, and it was the last)."""

@@ -46,6 +46,11 @@ class SharedHosts(Protocol):
         the request is counted in flight until :meth:`left_local`."""
         ...
 
+    def still_local(self, host: str) -> bool:
+        """Whether a request that went in memory (:meth:`go_local`) and waited there for
+        its start may still go that way: False once another process came meanwhile."""
+        ...
+
     async def left_local(self, host: str) -> None: ...
 
 
@@ -94,8 +99,13 @@ class HostGate:
         shared: SharedHosts | None = None,
     ):
         self._total = asyncio.Semaphore(total)
+        # No more of a host's requests past this point than can be sent at once: with a
+        # shared database each of them holds one of the host's ``per_host`` slots there
+        # while it waits for a global one, and slots held by requests that cannot go
+        # yet are slots refused to the other pollers (asking again costs them a write).
+        local = min(per_host, total)
         self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
-            lambda: asyncio.Semaphore(per_host)
+            lambda: asyncio.Semaphore(local)
         )
         self._delay = delay.total_seconds()
         self._next_start: dict[str, float] = {}
@@ -202,15 +212,29 @@ class HostGate:
                 if holding:
                     self._total.release()
         # in memory: no database shared, or a host this process holds
-        try:
+        if shared is None:
             await self._local_turn(host, ready)
             try:
                 yield
             finally:
                 self._total.release()
+            return
+        try:
+            went = await self._local_turn(host, ready, still=shared.still_local)
+            if went:
+                try:
+                    yield
+                finally:
+                    self._total.release()
         finally:
-            if shared is not None:
-                await shared.left_local(host)
+            await shared.left_local(host)
+        if not went:
+            # Another process came while this request waited its start in memory: the
+            # hold ends with the requests already sent, not with every one queued (a
+            # pass that began alone may have dozens), so the newcomer waits one request
+            # long, not the whole queue. This one takes its turn from the database.
+            async with self._turn_and_total(host, ready):
+                yield
 
     def pace_from(self, host: str, ahead: float) -> None:
         """The host's next start in this process no earlier than ``ahead`` seconds from
@@ -222,14 +246,25 @@ class HostGate:
         """Seconds until the host's next start may go, by this process's pace."""
         return self._next_start.get(host, 0.0) - time.monotonic()
 
-    async def _local_turn(self, host: str, ready: Callable[[], Awaitable[object]] | None) -> None:
+    async def _local_turn(
+        self,
+        host: str,
+        ready: Callable[[], Awaitable[object]] | None,
+        still: Callable[[str], bool] | None = None,
+    ) -> bool:
         """This process's own spacing of the host's starts, then a slot of ``total`` and
-        ``ready``; the next start is counted from the moment this one may really go."""
+        ``ready``; the next start is counted from the moment this one may really go.
+        ``still``: asked once the slot is ours, whether the request may still go in
+        memory; if not, it gives the slot back and returns False, ``ready`` not awaited
+        and no start counted."""
         async with self._locks[host]:
             wait = self._next_start.get(host, 0.0) - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
             await self._total.acquire()
+            if still is not None and not still(host):
+                self._total.release()
+                return False
             try:
                 if ready is not None:
                     await ready()
@@ -238,6 +273,7 @@ class HostGate:
                 raise
             if self._delay:
                 self._next_start[host] = time.monotonic() + self._delay
+            return True
 
     @staticmethod
     @asynccontextmanager

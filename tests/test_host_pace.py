@@ -29,6 +29,7 @@ from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
 from feedsync import host_rules, hosts
+from feedsync.holds import HostHolds
 from feedsync.localserver import LocalServer
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
@@ -71,8 +72,120 @@ class FakeShared:
     def go_local(self, host: str) -> bool:
         return False  # never held: every turn from "the database"
 
+    def still_local(self, host: str) -> bool:
+        raise AssertionError("no request went in memory")
+
     async def left_local(self, host: str) -> None:
         raise AssertionError("no request went in memory")
+
+
+class HeldShared(FakeShared):
+    """A host this process holds whole (feedsync/holds.py) until company comes; then
+    turns from the stand-in database."""
+
+    def __init__(self) -> None:
+        super().__init__(slots=8, delay=0.0)
+        self.holds = HostHolds()
+        self.holds.granted(["h"])
+        self.asked_local = 0
+        self.releases = 0
+        self.turns: list[str] = []  # the host of every turn taken from "the database"
+
+    async def take(self, host: str) -> tuple[int, float] | None:
+        turn = await super().take(host)
+        if turn is not None:
+            self.turns.append(host)
+        return turn
+
+    def go_local(self, host: str) -> bool:
+        self.asked_local += host == "h"
+        return self.holds.go_local(host)
+
+    def still_local(self, host: str) -> bool:
+        return self.holds.still_local(host)
+
+    async def left_local(self, host: str) -> None:
+        if self.holds.left_local(host):
+            self.holds.released([host])
+            self.releases += 1
+
+
+def test_company_ends_a_hold_after_the_request_sent_not_after_those_queued() -> None:
+    """A pass that began alone holds its host, with requests queued in memory behind the
+    one sending (here: waiting for a global slot, which another host's request has).
+    When another process comes, the queued ones take their turns from the database: the
+    hold ends once the request sent is over, and the newcomer is not kept waiting for
+    the queue."""
+
+    async def scenario() -> tuple[list[str], HeldShared]:
+        shared = HeldShared()
+        gate = hosts.HostGate(2, 2, timedelta(0), shared=shared)
+        company = asyncio.Event()
+        ways: list[str] = []
+
+        async def request(host: str) -> None:
+            turns = shared.turns.count("h")
+            async with gate.slot(host) as ok:
+                assert ok
+                if host == "h":
+                    ways.append("database" if shared.turns.count("h") > turns else "memory")
+                await company.wait()
+
+        other = asyncio.create_task(request("elsewhere"))  # a global slot, from the database
+        for _ in range(1000):
+            if shared.turns:
+                break
+            await asyncio.sleep(0)
+        tasks = [asyncio.create_task(request("h")) for _ in range(3)]
+        for _ in range(1000):  # one sending, one queued in memory for a global slot
+            if shared.asked_local == 2 and ways:
+                break
+            await asyncio.sleep(0)
+        assert shared.asked_local == 2 and ways == ["memory"]
+        assert shared.holds.join_company() == []  # requests in flight: kept until they end
+        company.set()
+        await asyncio.wait_for(asyncio.gather(other, *tasks), timeout=30)
+        return ways, shared
+
+    ways, shared = asyncio.run(scenario())
+    assert ways == ["memory", "database", "database"]
+    assert shared.releases == 1 and not shared.holds.held
+    assert shared.given_back and not shared.held  # every database slot given back
+
+
+def test_a_poller_takes_no_more_of_a_hosts_slots_than_it_can_send_at_once() -> None:
+    """``[poll] per_host`` is shared by every poller; one whose requests wait for a
+    global slot (``concurrency``) must not hold the host's slots meanwhile, refusing
+    them to the other pollers."""
+
+    async def scenario() -> tuple[int, FakeShared]:
+        shared = FakeShared(slots=8, delay=0.0)
+        gate = hosts.HostGate(2, 8, timedelta(0), shared=shared)  # 2 at once, of 8
+        done = asyncio.Event()
+        most = 0
+
+        async def request() -> None:
+            nonlocal most
+            async with gate.slot("h") as ok:
+                assert ok
+                most = max(most, len(shared.held))
+                await done.wait()
+
+        tasks = [asyncio.create_task(request()) for _ in range(6)]
+        for _ in range(1000):  # the first two sending, the rest queued
+            if len(shared.held) == 2:
+                break
+            await asyncio.sleep(0)
+        for _ in range(100):  # let the queued ones run as far as they can
+            await asyncio.sleep(0)
+        most = max(most, len(shared.held))
+        done.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+        return most, shared
+
+    most, shared = asyncio.run(scenario())
+    assert most == 2  # the host's slots this poller held at once: what it could send
+    assert len(shared.given_back) == 6 and not shared.held and shared.refused == 0
 
 
 def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
