@@ -16,8 +16,10 @@ SELECT id, url, origin, enabled, disabled_reason FROM feeds
  ORDER BY url = :url DESC
  LIMIT 1;
 
--- name: feeds_by_origin
-SELECT id, url, moved_from, enabled, disabled_reason FROM feeds WHERE origin = :origin;
+-- name: feeds_for_config
+-- The whole list, read once when the config file's feeds are brought in
+-- (feedsync/storage/sql_feeds.py: reconcile_config decides what changes).
+SELECT id, url, moved_from, origin, enabled, disabled_reason, identity FROM feeds;
 
 -- name: feed_adopt_for_config
 -- A feed that is (again) in the config file: owned by the config, and enabled again if

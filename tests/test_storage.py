@@ -28,6 +28,8 @@ from feedsync.records import (
 )
 from feedsync.storage import StorageError, sqlfiles
 from feedsync.storage.base import SQLStorage
+from feedsync.storage.sql_core import LEFT_CONFIG
+from feedsync.storage.sql_feeds import ConfigPlan, reconcile_config
 from feedsync.storage.sqlfiles import schema_steps, split_statements
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -499,6 +501,47 @@ def test_config_feeds_are_added_disabled_and_readopted(store: SQLStorage) -> Non
     assert health["https://e.com/cli"].enabled  # added by hand: the config does not own it
     store.sync_config_feeds(["https://e.com/1", "https://e.com/2"], T0)
     assert all(f.enabled for f in store.feed_health())
+
+
+def _feed_row(id: int, url: str, **fields: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "id": id,
+        "url": url,
+        "moved_from": None,
+        "origin": "config",
+        "enabled": 1,
+        "disabled_reason": None,
+        "identity": "auto",
+    }
+    return {**row, **fields}
+
+
+def test_a_config_that_did_not_change_changes_nothing() -> None:
+    rows = [_feed_row(1, "https://e.com/1"), _feed_row(2, "https://e.com/cli", origin="cli")]
+    plan = reconcile_config(rows, {"https://e.com/1": "auto"})
+    assert plan == ConfigPlan()  # no statement but the one read: every start, every cron run
+
+
+def test_the_config_plan_adds_adopts_renames_and_disables() -> None:
+    rows = [
+        _feed_row(1, "https://e.com/new-home", moved_from="https://e.com/old"),  # moved
+        _feed_row(2, "https://e.com/gone"),  # left the config
+        _feed_row(3, "https://e.com/back", enabled=0, disabled_reason=LEFT_CONFIG),
+        _feed_row(4, "https://e.com/by-hand", origin="cli"),
+        _feed_row(5, "https://e.com/broken", enabled=0, disabled_reason="HTTP 410"),
+    ]
+    modes = {
+        "https://e.com/old": "auto",  # the URL it was added under: the moved feed
+        "https://e.com/back": "auto",
+        "https://e.com/by-hand": "url+title",
+        "https://e.com/fresh": "auto",
+        "https://e.com/broken": "auto",
+    }
+    plan = reconcile_config(rows, modes)
+    assert plan.insert == ["https://e.com/fresh"]
+    assert plan.adopt == [3, 4]  # enabled again / owned by the config from now on
+    assert plan.identity == {4: "url+title"}
+    assert plan.disable == [2]  # feed 5 stays disabled for its own reason, and is kept
 
 
 def test_removing_a_feed_keeps_its_articles(store: SQLStorage) -> None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from feedsync import identity
@@ -20,38 +21,37 @@ class SQLFeeds(SQLCore):
 
     def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
         modes = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, identity.AUTO)
-        wanted = list(modes)
 
         def work(conn: Connection) -> list[str]:
+            rows = [dict(r) for r in self._exec(conn, "feeds_for_config").fetchall()]
+            plan = reconcile_config(rows, modes)
             added = []
-            for url, mode in modes.items():
-                row = self._exec(conn, "feed_by_url", url=url).fetchone()  # also a moved one
-                created = None
-                if row is None:
-                    created = self._exec(
-                        conn,
-                        "feed_insert",
-                        url=url,
-                        origin="config",
-                        now=now,
-                        category=None,
-                        title=None,
-                    ).fetchone()
-                if created is not None:
+            for url in plan.insert:
+                created = self._exec(
+                    conn,
+                    "feed_insert",
+                    url=url,
+                    origin="config",
+                    now=now,
+                    category=None,
+                    title=None,
+                ).fetchone()
+                if created is None:
+                    # added by another process starting this instant (PostgreSQL): its
+                    # row is visible to the next statement once committed
+                    row = self._exec(conn, "feed_by_url", url=url).fetchone()
+                    self._exec(conn, "feed_adopt_for_config", id=row["id"], left_config=LEFT_CONFIG)
+                    feed_id = row["id"]
+                else:
                     feed_id = created["id"]
                     added.append(url)
-                else:
-                    # there, or (PostgreSQL) added by another process starting this
-                    # instant: its row is visible to the next statement once committed
-                    row = row or self._exec(conn, "feed_by_url", url=url).fetchone()
-                    feed_id = row["id"]
-                    self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
+                self._exec(conn, "feed_set_identity", id=feed_id, identity=modes[url])
+            for feed_id in plan.adopt:
+                self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
+            for feed_id, mode in plan.identity.items():
                 self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)
-            keep = set(wanted)
-            for row in self._exec(conn, "feeds_by_origin", origin="config").fetchall():
-                listed = row["url"] in keep or row["moved_from"] in keep
-                if not listed and row["enabled"]:
-                    self._exec(conn, "feed_disable", id=row["id"], reason=LEFT_CONFIG)
+            for feed_id in plan.disable:
+                self._exec(conn, "feed_disable", id=feed_id, reason=LEFT_CONFIG)
             return added
 
         return self._write(work)
@@ -147,3 +147,45 @@ class SQLFeeds(SQLCore):
             return int(ref) if any(f.id == int(ref) for f in self.feed_health()) else None
         rows = self._read("feed_by_url", url=ref)
         return int(rows[0]["id"]) if rows else None
+
+
+@dataclass(frozen=True)
+class ConfigPlan:
+    """What bringing the config file's feeds into the database changes (and nothing
+    else: a config that did not change writes no row)."""
+
+    insert: list[str] = field(default_factory=list)  # URLs new to the database
+    adopt: list[int] = field(default_factory=list)  # ids the config owns (again)
+    identity: dict[int, str] = field(default_factory=dict)  # id -> its new [feeds] identity
+    disable: list[int] = field(default_factory=list)  # config feeds no longer listed
+
+
+def reconcile_config(rows: Sequence[Mapping[str, Any]], modes: Mapping[str, str]) -> ConfigPlan:
+    """The changes that make the feed list (``rows``: every feed's id, url, moved_from,
+    origin, enabled, disabled_reason, identity) say what the config file says (``modes``:
+    URL -> identity mode). A listed URL names the feed with that URL, else one that moved
+    away from it (301/308); such a feed becomes the config's, and enabled again if only
+    leaving the config had disabled it. A feed the config owned and no longer lists is
+    disabled. Pure: one read of the list before, one statement per change after, where
+    a statement per listed feed (three round trips each on PostgreSQL) made every start
+    of a daemon or a cron run pay for the whole list."""
+    by_url = {row["url"]: row for row in rows}
+    moved: dict[str, Mapping[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: r["id"]):
+        if row["moved_from"] is not None:
+            moved.setdefault(row["moved_from"], row)
+    plan = ConfigPlan()
+    for url, mode in modes.items():
+        found = by_url.get(url) or moved.get(url)
+        if found is None:
+            plan.insert.append(url)
+            continue
+        if found["origin"] != "config" or found["disabled_reason"] == LEFT_CONFIG:
+            plan.adopt.append(found["id"])
+        if found["identity"] != mode:
+            plan.identity[found["id"]] = mode
+    for row in rows:
+        listed = row["url"] in modes or row["moved_from"] in modes
+        if row["origin"] == "config" and row["enabled"] and not listed:
+            plan.disable.append(row["id"])
+    return plan
