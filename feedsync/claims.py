@@ -29,12 +29,22 @@ from feedsync.records import Feed, FeedClaim
 # Claimed ahead of a host's turn, at most: alone, and with other processes at work.
 AHEAD_ALONE = 64
 AHEAD_SHARED = 4
+# The first claim of a pass takes at most this many feeds of a host, and each next one
+# twice as many as the one before, up to the cap: a pass that finds itself alone claims
+# in a few big batches, but one that started together with other pollers (it cannot
+# know at its first claim) has not taken a long run of feeds that it alone then polls
+# while the others, out of feeds, wait for it.
+FIRST_AHEAD = 8
 
 
-def ahead_for(lease: timedelta, host_delay: timedelta, per_host: int, *, alone: bool) -> int:
+def ahead_for(
+    lease: timedelta, host_delay: timedelta, per_host: int, concurrency: int, *, alone: bool
+) -> int:
     """How many of a host's feeds one claim takes: never so many that the last one's
-    claim could lapse before the host's pace reaches it (half the lease, to spare)."""
-    cap = AHEAD_ALONE if alone else max(AHEAD_SHARED, per_host)
+    claim could lapse before the host's pace reaches it (half the lease, to spare). With
+    company, no more than the pass can poll at once (``per_host`` is every poller's
+    together), so that the last feeds of a round are not queued behind one poller."""
+    cap = AHEAD_ALONE if alone else max(AHEAD_SHARED, min(per_host, concurrency))
     delay = host_delay.total_seconds()
     if delay <= 0:
         return cap
@@ -63,6 +73,7 @@ class FeedClaims:
         self._asked: dict[int, str] = {}  # waiting for the next claim transaction: host
         self._lock = asyncio.Lock()
         self.alone = False  # until a claim says so: the safe assumption
+        self._ramp = FIRST_AHEAD  # the most of a host's feeds the next claim takes
 
     async def take(self, feed: Feed) -> bool:
         """Whether ``feed`` is ours to poll now (False: another process is polling it)."""
@@ -94,7 +105,8 @@ class FeedClaims:
         """One transaction: every feed asked for so far, and the next ones of their hosts."""
         asked, self._asked = self._asked, {}
         ids = list(asked)
-        more = self._ahead(self.alone) - 1
+        more = min(self._ahead(self.alone), self._ramp) - 1
+        self._ramp *= 2
         for host in dict.fromkeys(asked.values()):
             queue = self._queues[host]
             taken = 0

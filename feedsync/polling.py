@@ -385,4 +385,6 @@ class FeedPolls:
     def _claim_ahead(self, alone: bool) -> int:
         config = self.context.config
         poll = config.poll
-        return ahead_for(poll.lease, config.fetch.host_delay, poll.per_host, alone=alone)
+        return ahead_for(
+            poll.lease, config.fetch.host_delay, poll.per_host, poll.concurrency, alone=alone
+        )

@@ -65,7 +65,27 @@ def test_a_feed_another_process_holds_is_not_ours_and_company_is_noticed() -> No
 def test_a_hosts_pace_bounds_how_far_ahead_its_feeds_are_claimed() -> None:
     five_minutes = timedelta(minutes=5)
     # a second between two requests: the 150th would start after half the lease
-    assert ahead_for(five_minutes, timedelta(seconds=10), 1, alone=True) == 15
-    assert ahead_for(five_minutes, timedelta(0), 2, alone=True) == 64
-    assert ahead_for(five_minutes, timedelta(0), 2, alone=False) == 4  # share with others
-    assert ahead_for(timedelta(seconds=10), timedelta(seconds=30), 1, alone=True) == 1
+    assert ahead_for(five_minutes, timedelta(seconds=10), 1, 8, alone=True) == 15
+    assert ahead_for(five_minutes, timedelta(0), 2, 8, alone=True) == 64
+    assert ahead_for(five_minutes, timedelta(0), 2, 8, alone=False) == 4  # share with others
+    assert ahead_for(timedelta(seconds=10), timedelta(seconds=30), 1, 8, alone=True) == 1
+
+
+def test_with_company_a_pass_claims_no_more_ahead_than_it_polls_at_once() -> None:
+    # per_host counts every poller's requests: 4 pollers of 8 share a host's 32 slots
+    assert ahead_for(timedelta(minutes=5), timedelta(0), 32, 8, alone=False) == 8
+    assert ahead_for(timedelta(minutes=5), timedelta(0), 32, 8, alone=True) == 64
+
+
+def test_a_pass_alone_claims_in_batches_that_grow_from_a_small_first() -> None:
+    """A pass cannot know at its first claim whether other pollers started with it: the
+    first batch is small, and the next ones double while it finds itself alone."""
+
+    async def scenario() -> list[bool]:
+        listed = feeds("a.com", 100)
+        claims = FeedClaims(listed, db.claim, lambda alone: 64)
+        return [await claims.take(feed) for feed in listed]
+
+    db = Database()
+    assert asyncio.run(scenario()) == [True] * 100
+    assert [len(batch) for batch in db.batches] == [8, 16, 32, 44]
