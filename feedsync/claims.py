@@ -106,7 +106,7 @@ class FeedClaims:
         asked, self._asked = self._asked, {}
         ids = list(asked)
         more = min(self._ahead(self.alone), self._ramp) - 1
-        self._ramp *= 2
+        self._ramp = min(self._ramp * 2, AHEAD_ALONE)  # no claim ever takes more
         for host in dict.fromkeys(asked.values()):
             queue = self._queues[host]
             taken = 0

@@ -212,22 +212,18 @@ class HostGate:
                 if holding:
                     self._total.release()
         # in memory: no database shared, or a host this process holds
-        if shared is None:
-            await self._local_turn(host, ready)
-            try:
-                yield
-            finally:
-                self._total.release()
-            return
         try:
-            went = await self._local_turn(host, ready, still=shared.still_local)
+            went = await self._local_turn(
+                host, ready, still=None if shared is None else shared.still_local
+            )
             if went:
                 try:
                     yield
                 finally:
                     self._total.release()
         finally:
-            await shared.left_local(host)
+            if shared is not None:
+                await shared.left_local(host)
         if not went:
             # Another process came while this request waited its start in memory: the
             # hold ends with the requests already sent, not with every one queued (a
