@@ -6,31 +6,59 @@
 -- queries on entries read the live database's tables alone; articles may be on the card
 -- already, and are read through news_all.
 
--- name: identity_by_guid
--- An earlier row of the same feed with the same GUID: the first row of its story.
-SELECT coalesce(s.revision_of, s.id) AS root
-  FROM news_summary AS s
-  JOIN feed_entries AS fe ON fe.summary_id = s.id
- WHERE fe.feed_id = :feed_id AND s.guid = :guid AND s.id <> :id
-   AND s.first_seen_at >= :since
- ORDER BY s.id
- LIMIT 1;
-
--- name: identity_by_url
--- An earlier row with the same URL and another title (the title was edited).
-SELECT coalesce(revision_of, id) AS root
-  FROM news_summary
- WHERE url = :url AND id <> :id AND first_seen_at >= :since
- ORDER BY id
- LIMIT 1;
-
--- name: identity_by_canonical_page
--- An article whose page named this URL as its canonical one (another URL than its own:
--- the same URL with another title is identity_by_url's).
-SELECT summary_id AS root FROM news_all
- WHERE canonical_url = :url AND canonical_url <> url AND fetched_at >= :since
- ORDER BY id
- LIMIT 1;
+-- name: identity_batch
+-- For every row one poll created (:fresh, a JSON array of {id, ord, url, guid}), in one
+-- statement instead of three per row:
+--   guid: an earlier row of the same feed with the same GUID (the index
+--         news_summary_guid_live, sql/card.sql, serves it);
+--   url:  an earlier row with the same URL and another title (the title was edited);
+--   page: an article whose page named this URL as its canonical one (another URL than
+--         its own: the same URL with another title is the url lookup's).
+-- One insert per entry let each row's lookups see only the entries staged before it;
+-- here the whole poll is staged already, so what came later in the feed is left out: a
+-- row created later (url, guid), a link to this feed made later in the same poll
+-- (:linked, {id, ord}: guid). The match itself is returned, with its revision_of: a match
+-- created by this same poll is only now being resolved (feedsync/storage/sql_polling.py
+-- follows it to its root in feed order).
+WITH fresh AS (
+    SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.ord') AS ord,
+           json_extract(value, '$.url') AS url, json_extract(value, '$.guid') AS guid
+      FROM json_each(:fresh)
+),
+linked AS (
+    SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.ord') AS ord
+      FROM json_each(:linked)
+),
+found AS (
+    SELECT f.id, f.ord,
+           (SELECT s.id
+              FROM news_summary AS s
+              JOIN feed_entries AS fe ON fe.summary_id = s.id
+             WHERE f.guid IS NOT NULL AND fe.feed_id = :feed_id AND s.guid = f.guid
+               AND s.id <> f.id AND s.first_seen_at >= :since
+               AND NOT EXISTS (SELECT 1 FROM linked AS l WHERE l.id = s.id AND l.ord > f.ord)
+             ORDER BY s.id
+             LIMIT 1) AS guid_id,
+           (SELECT s.id
+              FROM news_summary AS s
+             WHERE s.url = f.url AND s.id <> f.id AND s.first_seen_at >= :since
+               AND NOT EXISTS (SELECT 1 FROM fresh AS x WHERE x.id = s.id AND x.ord > f.ord)
+             ORDER BY s.id
+             LIMIT 1) AS url_id,
+           (SELECT n.summary_id
+              FROM news_all AS n
+             WHERE n.canonical_url = f.url AND n.canonical_url <> n.url
+               AND n.fetched_at >= :since
+             ORDER BY n.id
+             LIMIT 1) AS page_root
+      FROM fresh AS f
+)
+SELECT found.id, found.guid_id, g.revision_of AS guid_revision_of,
+       found.url_id, u.revision_of AS url_revision_of, found.page_root
+  FROM found
+  LEFT JOIN news_summary AS g ON g.id = found.guid_id
+  LEFT JOIN news_summary AS u ON u.id = found.url_id
+ ORDER BY found.ord;
 
 -- name: identity_mark_revision
 -- Never fetched: the story is the root's.

@@ -280,8 +280,9 @@ def test_a_later_dated_copy_fills_in_a_missing_date(store: SQLStorage, engine: E
 def test_one_poll_stages_its_new_entries_once_among_repeats_and_known_ones(
     store: SQLStorage, engine: Engine
 ) -> None:
-    # PostgreSQL stages a poll in one statement (stage_batch), SQLite entry by entry:
-    # both must name exactly the rows created, in feed order, each stored once
+    # PostgreSQL stages a poll in one statement (stage_batch), SQLite in three (stage_known,
+    # stage_new, stage_link_batch): both must name exactly the rows created, in feed
+    # order, each stored once, as one insert per entry did
     a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
     known = store.record_poll(intent(a, [entry(1, T0), entry(2)])).created_ids
     poll = [
@@ -392,6 +393,33 @@ def test_versions_of_a_story_in_one_poll_are_revisions_of_the_first(
         ("Dam opened today", dam, "same GUID", "done"),
         ("Old story, updated", old, "same GUID", "done"),
         ("Another story", None, None, "new"),
+    ]
+
+
+def test_a_guid_match_counts_only_links_made_earlier_in_the_feed(
+    store: SQLStorage, engine: Engine
+) -> None:
+    # The whole poll is staged and linked before its revisions are sought; what one
+    # insert per entry decided must not change: a row another feed staged, linked to this
+    # feed by this poll, is this feed's earlier row only for the entries after it.
+    a, b = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
+    store.record_poll(intent(a, [Entry("https://e.com/k", "Known", None, guid="g")]))
+    store.record_poll(intent(a, [Entry("https://e.com/k2", "Known 2", None, guid="h")]))
+    poll = [
+        Entry("https://e.com/n1", "New before", None, guid="g"),  # the link comes later
+        Entry("https://e.com/k", "Known", None, guid="g"),  # linked to b by this poll
+        Entry("https://e.com/k2", "Known 2", None, guid="h"),
+        Entry("https://e.com/n2", "New after", None, guid="h"),  # the link came before
+    ]
+    record = store.record_poll(intent(b, poll))
+    assert len(record.created_ids) == 2 and record.revisions == 1
+    rows = engine.query("SELECT url, revision_of, link_reason FROM news_summary ORDER BY id")
+    ids = dict(engine.query("SELECT url, id FROM news_summary"))
+    assert rows == [
+        ("https://e.com/k", None, None),
+        ("https://e.com/k2", None, None),
+        ("https://e.com/n1", None, None),
+        ("https://e.com/n2", ids["https://e.com/k2"], "same GUID"),
     ]
 
 

@@ -52,6 +52,7 @@ from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 from feedsync.storage.sqlite_reading import SQLiteReading
 from feedsync.storage.sqlite_saving import SQLiteSaving
+from feedsync.storage.sqlite_staging import SQLiteStaging
 
 T = TypeVar("T")
 
@@ -82,7 +83,7 @@ def _check_directory(folder: Path) -> None:
         )
 
 
-class SQLiteStorage(SQLiteSaving, SQLiteReading):
+class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     """:class:`feedsync.storage.Storage` on the live database and the card database."""
 
     def __init__(self, conn: sqlite3.Connection, config: StorageConfig, keep: Keep, in_use: int):

@@ -12,7 +12,7 @@ UPDATE news AS n SET title = :title
                     WHERE o.url = n.url AND o.title = :title AND o.id <> n.id);
 
 -- name: identity_batch
--- identity_by_guid, identity_by_url and identity_by_canonical_page for every row one
+-- sql/identity.sql's identity_batch, with LATERAL joins: the three lookups for every row one
 -- poll created (:fresh, a JSON array of {id, ord, url, guid}), in one round trip instead
 -- of three per row. One insert per entry let each row's lookups see only the entries
 -- staged before it; here the whole poll is staged already, so what came later in the

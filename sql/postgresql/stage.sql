@@ -1,20 +1,9 @@
 -- (PostgreSQL: only the queries written differently from sql/stage.sql; the others are
 -- taken from there by name, see feedsync/storage/sqlfiles.py.)
 -- Stage 2: staging the candidates of one feed poll. THIS is where entries are
--- deduplicated: UNIQUE(url, title) + INSERT ... ON CONFLICT DO NOTHING. All of one poll runs in ONE short
--- write transaction (feedsync/storage/base.py: record_poll), so latest_published never
--- moves without the rows it covers.
-
--- name: stage_insert
--- RETURNING gives the id only when this insert really created the row: exactly those
--- rows are extracted by this process (leased to it until :lease_until).
--- A second poller inserting the same (url, title) at the same instant waits for the
--- first's commit, then does nothing: exactly one of them gets the id.
-INSERT INTO news_summary
-       (url, title, published, summary, author, guid, first_seen_at, lease_owner, lease_until)
-VALUES (:url, :title, :published, :summary, :author, :guid, :now, :owner, :lease_until)
-ON CONFLICT (url, title) DO NOTHING
-RETURNING id;
+-- deduplicated: UNIQUE(url, title) + INSERT ... ON CONFLICT DO NOTHING (stage_batch). All of
+-- one poll runs in ONE short write transaction (feedsync/storage/sql_polling.py:
+-- record_poll), so latest_published never moves without the rows it covers.
 
 -- name: stage_link
 INSERT INTO feed_entries (feed_id, summary_id, first_seen_at)
@@ -41,9 +30,9 @@ UPDATE feeds
 
 -- name: stage_batch
 -- Every candidate of one poll in ONE statement (one round trip to the server, where
--- stage_insert + stage_lookup + stage_fill_date + stage_link cost one each per entry):
+-- an insert, a lookup, a date filled in and a link would cost one each per entry):
 -- :entries is a JSON array of {ord, url, title, published, summary, author, guid}, one
--- per (url, title) (feedsync/storage/postgresql.py merges repeats first, as the
+-- per (url, title) (feedsync/storage/sql_polling.py merges repeats first, as the
 -- per-entry statements would have: the first entry's fields, the first date given).
 -- The rows are inserted in feed order (ids follow it, as one insert per entry gave them).
 -- `created` names exactly the rows this insert created; `found` the rows that were there
