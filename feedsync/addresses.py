@@ -12,9 +12,12 @@ from __future__ import annotations
 import contextvars
 import functools
 import ipaddress
+import os
 import select
 import socket
 import ssl
+import sys
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -134,10 +137,40 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
-    """One TLS context per process, shared by every client: loading the CA bundle costs
-    ~25 ms of CPU on x86 (several times that on a Pi), and a pass builds three clients,
-    each of which would otherwise load it twice (cron pays it every few minutes)."""
-    return httpx.create_ssl_context()
+    """One TLS context per process, shared by every client, with the CA certificates
+    not loaded yet: :func:`trusting` loads them before the first TLS handshake. Loading
+    the bundle costs ~25-50 ms of CPU on x86 (several times that on a Pi), and a pass
+    whose feeds are all http, or a cron run with nothing due, never needs it. The same
+    settings as ``ssl.create_default_context()`` (what httpx builds): hostname checked,
+    certificate required."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:
+        context.keylog_filename = keylog
+    return context
+
+
+_trust_lock = threading.Lock()
+_trusted: set[int] = set()  # the ids of the contexts whose CA certificates are loaded
+
+
+def trusting(context: ssl.SSLContext) -> ssl.SSLContext:
+    """``context`` with the CA certificates httpx would trust loaded, once: those of
+    ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` when set, else certifi's bundle."""
+    if id(context) in _trusted:
+        return context
+    with _trust_lock:
+        if id(context) not in _trusted:
+            if os.environ.get("SSL_CERT_FILE"):
+                context.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                context.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi  # httpx's own dependency
+
+                context.load_verify_locations(cafile=certifi.where())
+            _trusted.add(id(context))
+    return context
 
 
 class GuardedTransport(httpx.AsyncHTTPTransport):
@@ -205,7 +238,8 @@ class _Stream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        context = trusting(ssl_context)  # the CA certificates, before the first handshake
+        return _Stream(await self._inner.start_tls(context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":

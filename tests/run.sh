@@ -20,6 +20,7 @@ command -v shellcheck >/dev/null 2>&1 || needed+=(shellcheck)
 command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to the "SD card"
 command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)  # verify + security of the units
 command -v sqlite3 >/dev/null 2>&1 || needed+=(sqlite3)  # reads a snapshot, as README says
+command -v openssl >/dev/null 2>&1 || needed+=(openssl)  # a certificate for the https tests
 # a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
 if [ ${#needed[@]} -gt 0 ]; then
