@@ -62,8 +62,11 @@ UPDATE news_summary
 
 -- name: extract_release
 -- A process that stops before extracting the rows it holds gives them back at once, so a
--- restart need not wait for the leases to expire.
-UPDATE news_summary SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = :owner;
+-- restart need not wait for the leases to expire. Run at the end of every pass: only the
+-- queue's rows hold leases, read through its index (sql/poll.sql, others_at_work), not
+-- a scan of every entry the database holds.
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL
+ WHERE state IN ('new', 'failed', 'gone') AND lease_owner = :owner;
 
 -- name: extract_failed
 -- Only while the lease is still ours: a process that lost it records nothing.

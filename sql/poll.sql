@@ -20,9 +20,13 @@ RETURNING id;
 -- Is another process at work on this database right now: polling a feed, extracting an
 -- article, or holding a host's slot (each by a live lease)? With company, a pass claims
 -- fewer feeds ahead of their turn (feedsync/claims.py), so that the pollers share them.
+-- Runs in every claim: the entries are read through the queue index, whose condition
+-- SQLite uses only when the query names it whole (state IN ('new', 'failed', 'gone'),
+-- sql/migrations/0007_ram_and_card.sql); a scan of news_summary instead grew with the
+-- days the live database holds.
 SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until > :now)
     OR EXISTS (SELECT 1 FROM news_summary
-                WHERE state IN ('new', 'failed')
+                WHERE state IN ('new', 'failed', 'gone') AND state <> 'gone'
                   AND lease_owner <> :owner AND lease_until > :now)
     OR EXISTS (SELECT 1 FROM host_slots
                 WHERE owner <> :owner

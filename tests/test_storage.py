@@ -423,6 +423,21 @@ def test_a_guid_match_counts_only_links_made_earlier_in_the_feed(
     ]
 
 
+def test_every_claim_and_pass_end_reads_the_queue_not_every_entry(db: SQLiteStorage) -> None:
+    # others_at_work runs in every claim transaction and extract_release at the end of
+    # every pass: a scan of news_summary there cost more with every day of entries the
+    # live database holds (SQLite uses the queue's partial index only when a query names
+    # its condition whole)
+    for name in ("others_at_work", "extract_release"):
+        plan = " | ".join(
+            row[3]
+            for row in db._conn.execute(
+                "EXPLAIN QUERY PLAN " + db._q[name], {"owner": "A", "now": T0}
+            )
+        )
+        assert "news_summary_queue" in plan and "SCAN news_summary" not in plan, (name, plan)
+
+
 def _stage_same_entry(
     engine: Engine, owner: str, barrier: threading.Barrier, created: list[int]
 ) -> None:

@@ -25,3 +25,9 @@ UPDATE news_summary
          LIMIT :limit
            FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id, url, title, published, author, attempts;
+
+-- name: extract_release
+-- As in sql/extract.sql, through PostgreSQL's queue index (its condition is
+-- state IN ('new', 'failed'): a 'gone' row's lease holds nothing back).
+UPDATE news_summary SET lease_owner = NULL, lease_until = NULL
+ WHERE state IN ('new', 'failed') AND lease_owner = :owner;
