@@ -178,6 +178,10 @@ def _canonical(link: str, base: str | None) -> str | None:
         host = f"[{host}]"
     netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
     path = _remove_dot_segments(_normalise_escapes(safe.path)) or "/"
+    if path.endswith(";") and ";" not in path[path.rfind("/") + 1 : -1]:
+        # an empty ";params" on the last segment, which urljoin drops from an absolute
+        # link: dropped always, so that a canonical URL is canonical with a base or not
+        path = path[:-1] or "/"
     query = _clean_query(_normalise_escapes(safe.query))
     result = urlunsplit((scheme, netloc, path, query, ""))
     return result if len(result) <= MAX_URL_LENGTH else None
