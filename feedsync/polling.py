@@ -7,13 +7,15 @@ As a pipe::
       | fetch.get (conditional GET, concurrent; hosts.HostGate)    -- network
       | parse.parse_feed                                           -- CPU, the parse thread
       | decide.poll -> PollIntent (staged/304/failed/gone/moved)   -- pure
-      | storage.record_poll (INSERT OR IGNORE ... RETURNING)       -- 1 txn/feed; dedup here
+      | storage.record_polls (INSERT OR IGNORE ... RETURNING)      -- <= 1 txn/feed; dedup here
 
 Feed documents are parsed on a thread of their own, beside the database lane
 (feedsync/context.py), so the lane runs only short transactions: a host's turn is never
 stuck behind a 2,000-entry parse. A feed poll writes once, whatever its outcome (the
-decision is one intent), and gives its host's turn back in that same write. Whatever
-goes wrong with one feed is recorded on that feed; the pass goes on with the others.
+decision is one intent), and gives its host's turn back in that same write; the polls
+that finish while the lane is busy share one transaction (feedsync/group_commit.py).
+Whatever goes wrong with one feed is recorded on that feed; the pass goes on with the
+others.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
 from feedsync.context import HELD_SLOTS, PassContext, unexpected
+from feedsync.group_commit import GroupCommit
 from feedsync.hosts import HostBlocked
 from feedsync.parse import NotAFeed, parse_feed
 from feedsync.records import (
@@ -69,6 +72,12 @@ class FeedPolls:
         self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in listed
         self._feed_hosts: dict[int, str] = {}  # in listed
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedsync-parse")
+        # the polls' writes: those that finish while the lane is busy go in one transaction
+        self._records: GroupCommit[PollIntent, PollRecord] = GroupCommit(
+            lambda intents: context.on_lane(context.storage.record_polls, intents),
+            lambda intent: context.on_lane(context.storage.record_poll, intent),
+            whole=(StorageUnavailable,),
+        )
         self._rules = decide.PollRules(
             base=config.poll.interval,
             min_interval=config.poll.min_interval,
@@ -174,9 +183,7 @@ class FeedPolls:
         given = tuple(held or ())
         host = self._feed_hosts.get(intent.feed_id)
         held_host = host if host is not None and c.holds.holds(host) else None
-        record = await c.on_lane(
-            c.storage.record_poll, replace(intent, host_slots=given, held_host=held_host)
-        )
+        record = await self._records(replace(intent, host_slots=given, held_host=held_host))
         if held:
             del held[: len(given)]
         if record.host_wanted:

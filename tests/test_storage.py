@@ -804,6 +804,26 @@ def test_a_host_with_a_request_in_flight_is_not_held(store: SQLStorage) -> None:
     assert store.host_turn("e.com", "B", 2, 0.0, 15.0) is not None
 
 
+def test_several_polls_go_in_one_transaction_every_one_or_none(store: SQLStorage) -> None:
+    """A pass's group commit (feedsync/group_commit.py): polls that finished together
+    are written in one transaction, each as it would be alone, later ones seeing what
+    earlier ones staged; a group that cannot be written whole writes nothing."""
+    fa, fb = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
+    writes = store.writes
+    first, second = store.record_polls(
+        [intent(fa, [entry(1), entry(2)]), intent(fb, [entry(2), entry(3)])]
+    )
+    assert store.writes == writes + 1
+    assert len(first.created_ids) == 2 and len(second.created_ids) == 1  # 2 was a's
+    assert health(store, fb).entries == 2  # linked to b all the same
+    assert {h.id: h.next_poll_at for h in store.feed_health()} == {fa: LATER, fb: LATER}
+
+    broken = PollIntent(fb, T0, "2026-11-22T12:00:00Z", "exploded")
+    with pytest.raises(ValueError, match="unknown poll outcome"):
+        store.record_polls([PollIntent(fa, T0, "2026-11-22T12:00:00Z", NOT_MODIFIED), broken])
+    assert health(store, fa).next_poll_at == LATER  # the good one was not written either
+
+
 def test_a_poll_writes_its_hosts_state_and_gives_its_slot_back(store: SQLStorage) -> None:
     fid = feed_id(store)
     turn = store.host_turn("e.com", "A", 1, 0.0, 15.0)

@@ -105,6 +105,12 @@ class Polling(Protocol):
         claim given back, its move and its host's politeness state written."""
         ...
 
+    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+        """Several feeds' polls, each as ``record_poll`` would write it, in ONE
+        transaction (a pass's group commit, feedsync/group_commit.py): every one of them
+        or none. Their records, in order."""
+        ...
+
     def claim_feeds(
         self,
         feed_ids: Sequence[int],

@@ -36,62 +36,67 @@ class SQLPolling(SQLHostPacing):
         """One feed poll, whatever its outcome, in one transaction: the staged entries
         (this is where they are deduplicated), the feed's row (schedule, validators,
         errors, its claim given back), its move, its host's politeness state."""
+        return self.record_polls([intent])[0]
 
-        def work(conn: Connection) -> PollRecord:
-            record = PollRecord()
-            if intent.outcome == STAGED:
-                record = self._stage(conn, intent)
-            elif intent.outcome == NOT_MODIFIED:
-                self._exec(
-                    conn,
-                    "poll_not_modified",
-                    feed_id=intent.feed_id,
-                    etag=intent.etag,
-                    last_modified=intent.last_modified,
-                    now=intent.polled_at,
-                    next_poll_at=intent.next_poll_at,
-                )
-            elif intent.outcome == FAILED:
-                self._exec(
-                    conn,
-                    "poll_failed",
-                    feed_id=intent.feed_id,
-                    error=intent.error,
-                    now=intent.polled_at,
-                    next_poll_at=intent.next_poll_at,
-                )
-            elif intent.outcome == GONE:
-                self._exec(
-                    conn,
-                    "poll_disable",
-                    feed_id=intent.feed_id,
-                    reason=intent.error,
-                    now=intent.polled_at,
-                )
-            else:
-                raise ValueError(f"unknown poll outcome {intent.outcome!r}")
-            if intent.redirect is not None:
-                record = replace(record, move_refused=self._move(conn, intent))
-            if intent.host_wait is not None:
-                wait = intent.host_wait
-                self._exec(
-                    conn,
-                    "host_wait",
-                    host=wait.host,
-                    not_before=wait.not_before,
-                    backoff_count=wait.backoff_count,
-                    reason=wait.reason,
-                )
-            if intent.host_clear is not None:
-                self._exec(conn, "host_clear", host=intent.host_clear)
-            for host, slot in intent.host_slots:
-                self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
-            if intent.held_host is not None:
-                wanted = self._exec(conn, "host_wanted", host=intent.held_host).fetchone()
-                record = replace(record, host_wanted=bool(wanted["wanted"]))
-            return record
+    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+        """Several polls in one transaction, one after the other as record_poll writes
+        each: what a poll later in the list stages sees what an earlier one staged."""
+        return self._write(lambda conn: [self._apply_poll(conn, intent) for intent in intents])
 
-        return self._write(work)
+    def _apply_poll(self, conn: Connection, intent: PollIntent) -> PollRecord:
+        """In record_polls's transaction: one poll's whole outcome."""
+        record = PollRecord()
+        if intent.outcome == STAGED:
+            record = self._stage(conn, intent)
+        elif intent.outcome == NOT_MODIFIED:
+            self._exec(
+                conn,
+                "poll_not_modified",
+                feed_id=intent.feed_id,
+                etag=intent.etag,
+                last_modified=intent.last_modified,
+                now=intent.polled_at,
+                next_poll_at=intent.next_poll_at,
+            )
+        elif intent.outcome == FAILED:
+            self._exec(
+                conn,
+                "poll_failed",
+                feed_id=intent.feed_id,
+                error=intent.error,
+                now=intent.polled_at,
+                next_poll_at=intent.next_poll_at,
+            )
+        elif intent.outcome == GONE:
+            self._exec(
+                conn,
+                "poll_disable",
+                feed_id=intent.feed_id,
+                reason=intent.error,
+                now=intent.polled_at,
+            )
+        else:
+            raise ValueError(f"unknown poll outcome {intent.outcome!r}")
+        if intent.redirect is not None:
+            record = replace(record, move_refused=self._move(conn, intent))
+        if intent.host_wait is not None:
+            wait = intent.host_wait
+            self._exec(
+                conn,
+                "host_wait",
+                host=wait.host,
+                not_before=wait.not_before,
+                backoff_count=wait.backoff_count,
+                reason=wait.reason,
+            )
+        if intent.host_clear is not None:
+            self._exec(conn, "host_clear", host=intent.host_clear)
+        for host, slot in intent.host_slots:
+            self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
+        if intent.held_host is not None:
+            wanted = self._exec(conn, "host_wanted", host=intent.held_host).fetchone()
+            record = replace(record, host_wanted=bool(wanted["wanted"]))
+        return record
 
     def _stage(self, conn: Connection, intent: PollIntent) -> PollRecord:
         """In record_poll's transaction: the poll's candidates staged (INSERT, only those

@@ -29,7 +29,7 @@ import contextlib
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -326,13 +326,16 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
             reason = budget.ram_full(self._ram())
         return None if reason is None else f"not taking new entries: {reason}"
 
-    def record_poll(self, intent: PollIntent) -> PollRecord:
-        if intent.outcome == STAGED and intent.entries:
+    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+        """No new entries when the RAM disk has no room for them (StorageFull: the whole
+        group is refused; polled again alone, only the polls that bring entries are)."""
+        bringing = any(intent.outcome == STAGED and intent.entries for intent in intents)
+        if bringing:
             full = self.room_for_entries()
             if full is not None:
                 raise StorageFull(full)
-        result = super().record_poll(intent)
-        if intent.entries:
+        result = super().record_polls(intents)
+        if bringing:
             self._grown()
         return result
 
