@@ -27,22 +27,19 @@ R = TypeVar("R")
 class GroupCommit(Generic[T, R]):
     """``await group(item)``: ``item`` written, alone or with others, and its result.
 
-    ``write_many``: one transaction for several items, results in order; ``write_one``:
-    one item in a transaction of its own. ``whole``: exception types that are not one
-    item's fault (given to every member, not retried alone)."""
+    ``write_many``: one transaction for the items given (one or several), their results
+    in order. ``whole``: exception types that are not one item's fault (given to every
+    member, not retried alone)."""
 
     def __init__(
         self,
         write_many: Callable[[list[T]], Awaitable[Sequence[R]]],
-        write_one: Callable[[T], Awaitable[R]],
         whole: tuple[type[BaseException], ...] = (),
     ):
         self._write_many = write_many
-        self._write_one = write_one
         self._whole = whole
         self._waiting: list[tuple[T, asyncio.Future[R]]] = []
         self._writer: asyncio.Task[None] | None = None
-        self.transactions = 0  # how many this group commit has run (bench, tests)
 
     async def __call__(self, item: T) -> R:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
@@ -68,26 +65,15 @@ class GroupCommit(Generic[T, R]):
 
     async def _write(self, group: list[tuple[T, asyncio.Future[R]]]) -> None:
         items = [item for item, _ in group]
-        self.transactions += 1
         try:
-            if len(items) == 1:
-                results: Sequence[R] = [await self._write_one(items[0])]
-            else:
-                results = await self._write_many(items)
+            results = await self._write_many(items)
         except Exception as exc:
             if len(items) == 1 or isinstance(exc, self._whole):
                 _fail(group, exc)
                 return
             # one member broke the group's transaction: each alone, so it fails alone
-            for item, future in group:
-                self.transactions += 1
-                try:
-                    result = await self._write_one(item)
-                except Exception as alone:
-                    _fail([(item, future)], alone)
-                else:
-                    if not future.done():
-                        future.set_result(result)
+            for member in group:
+                await self._write([member])
             return
         for (_, future), result in zip(group, results, strict=True):
             if not future.done():

@@ -75,7 +75,6 @@ class FeedPolls:
         # the polls' writes: those that finish while the lane is busy go in one transaction
         self._records: GroupCommit[PollIntent, PollRecord] = GroupCommit(
             lambda intents: context.on_lane(context.storage.record_polls, intents),
-            lambda intent: context.on_lane(context.storage.record_poll, intent),
             whole=(StorageUnavailable,),
         )
         self._rules = decide.PollRules(

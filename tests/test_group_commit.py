@@ -40,29 +40,28 @@ def not_modified(fid: int, outcome: str = NOT_MODIFIED) -> PollIntent:
 
 async def record_all(
     store: SQLiteStorage, intents: list[PollIntent], whole: tuple[type[BaseException], ...] = ()
-) -> tuple[list[Any], int]:
+) -> list[Any]:
     """Every intent recorded by its own task, as the polls of a pass are: the results
-    (a record or the exception), and the group commit's transactions."""
+    (a record or the exception)."""
     lane = ThreadPoolExecutor(max_workers=1)
     loop = asyncio.get_running_loop()
     group: GroupCommit[PollIntent, PollRecord] = GroupCommit(
         lambda many: loop.run_in_executor(lane, store.record_polls, many),
-        lambda one: loop.run_in_executor(lane, store.record_poll, one),
         whole=whole,
     )
     try:
         results = await asyncio.gather(*(group(i) for i in intents), return_exceptions=True)
     finally:
         lane.shutdown()
-    return list(results), group.transactions
+    return list(results)
 
 
 def test_polls_that_finish_together_are_one_transaction(store: SQLiteStorage) -> None:
     ids = feeds(store, 10)
     writes = store.writes
-    results, transactions = asyncio.run(record_all(store, [not_modified(f) for f in ids]))
+    results = asyncio.run(record_all(store, [not_modified(f) for f in ids]))
     assert all(isinstance(r, PollRecord) for r in results), results
-    assert transactions == 1 and store.writes == writes + 1
+    assert store.writes == writes + 1
     assert {h.next_poll_at for h in store.feed_health()} == {LATER}  # every one written
     assert {f.etag for f in store.feeds_to_poll()} == {f'"{f}"' for f in ids}
 
@@ -72,10 +71,11 @@ def test_one_broken_poll_fails_alone(store: SQLiteStorage) -> None:
     the others are recorded and only the broken one's poll hears of the error."""
     ids = feeds(store, 5)
     intents = [not_modified(f, "exploded" if f == ids[2] else NOT_MODIFIED) for f in ids]
-    results, transactions = asyncio.run(record_all(store, intents))
+    writes = store.writes
+    results = asyncio.run(record_all(store, intents))
     assert isinstance(results[2], ValueError)
     assert all(isinstance(r, PollRecord) for i, r in enumerate(results) if i != 2), results
-    assert transactions == 1 + 5
+    assert store.writes == writes + 1 + 5  # the group, then each alone
     written = {h.id for h in store.feed_health() if h.next_poll_at == LATER}
     assert written == set(ids) - {ids[2]}
 
@@ -89,12 +89,8 @@ def test_a_database_down_is_every_polls_error_at_once() -> None:
         tried.append(many)
         raise StorageUnavailable("cannot reach the database server")
 
-    async def alone(one: int) -> int:
-        tried.append([one])
-        raise StorageUnavailable("cannot reach the database server")
-
     async def main() -> list[Any]:
-        group: GroupCommit[int, int] = GroupCommit(down, alone, whole=(StorageUnavailable,))
+        group: GroupCommit[int, int] = GroupCommit(down, whole=(StorageUnavailable,))
         return await asyncio.gather(*(group(i) for i in range(4)), return_exceptions=True)
 
     results = asyncio.run(main())
