@@ -9,6 +9,20 @@ VALUES (:url, :origin, :now, :category, :title)
 ON CONFLICT (url) DO NOTHING
 RETURNING id;
 
+-- name: feeds_insert_config
+-- The config file's feeds new to the database, in ONE statement (:feeds, a JSON array
+-- of [url, identity] in the file's order, which the ids follow): a statement per feed
+-- was a round trip each on PostgreSQL, at every start with a new config. RETURNING names
+-- the rows this statement created; a URL another process added meanwhile is left alone
+-- (feedsync/storage/sql_feeds.py looks at it again).
+INSERT INTO feeds (url, origin, added_at, identity)
+SELECT json_extract(value, '$[0]'), 'config', :now, json_extract(value, '$[1]')
+  FROM json_each(:feeds)
+ WHERE true
+ ORDER BY CAST(key AS INTEGER)
+ON CONFLICT (url) DO NOTHING
+RETURNING url;
+
 -- name: feed_by_url
 -- By its URL, or by the URL it was added under before it moved (301/308).
 SELECT id, url, origin, enabled, disabled_reason FROM feeds

@@ -546,6 +546,50 @@ def test_config_feeds_are_added_disabled_and_readopted(store: SQLStorage) -> Non
     assert all(f.enabled for f in store.feed_health())
 
 
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+def test_config_feeds_another_process_adds_meanwhile_are_adopted_once(
+    store: SQLStorage, engine: Engine, pg_url: str
+) -> None:
+    # daemons of one config start together on a fresh database: the second one's insert
+    # waits on the first one's uncommitted row, then finds it made. It is not reported
+    # as added; it becomes the config's with the config's identity mode, once; the
+    # config's other feeds are still added, and nothing is disabled
+    import psycopg
+
+    with psycopg.connect(pg_url) as other, psycopg.connect(pg_url, autocommit=True) as watch:
+        other.execute(
+            "INSERT INTO feeds (url, origin, added_at) VALUES (%s, 'cli', %s)",
+            ("https://e.com/1", T0),
+        )
+        added: list[list[str]] = []
+        syncing = threading.Thread(
+            target=lambda: added.append(
+                store.sync_config_feeds(
+                    {"https://e.com/1": "url+title", "https://e.com/2": "auto"}, T0
+                )
+            )
+        )
+        syncing.start()
+        wait_until(
+            lambda: (
+                watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                ).fetchone()[0]  # type: ignore[index]
+                == 1
+            ),
+            "the config's insert waiting for the other process's row",
+        )
+        other.commit()
+        syncing.join(60)
+    assert added == [["https://e.com/2"]]
+    rows = engine.query("SELECT url, origin, identity, enabled FROM feeds ORDER BY url")
+    assert [tuple(r) for r in rows] == [
+        ("https://e.com/1", "config", "url+title", 1),
+        ("https://e.com/2", "config", "auto", 1),
+    ]
+
+
 def _feed_row(id: int, url: str, **fields: object) -> dict[str, object]:
     row: dict[str, object] = {
         "id": id,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,27 +26,25 @@ class SQLFeeds(SQLCore):
         def work(conn: Connection) -> list[str]:
             rows = [dict(r) for r in self._exec(conn, "feeds_for_config").fetchall()]
             plan = reconcile_config(rows, modes)
-            added = []
-            for url in plan.insert:
-                created = self._exec(
-                    conn,
-                    "feed_insert",
-                    url=url,
-                    origin="config",
-                    now=now,
-                    category=None,
-                    title=None,
-                ).fetchone()
-                if created is None:
-                    # added by another process starting this instant (PostgreSQL): its
-                    # row is visible to the next statement once committed
-                    row = self._exec(conn, "feed_by_url", url=url).fetchone()
-                    self._exec(conn, "feed_adopt_for_config", id=row["id"], left_config=LEFT_CONFIG)
-                    feed_id = row["id"]
-                else:
-                    feed_id = created["id"]
-                    added.append(url)
-                self._exec(conn, "feed_set_identity", id=feed_id, identity=modes[url])
+            created: set[str] = set()
+            if plan.insert:
+                feeds = json.dumps([[url, modes[url]] for url in plan.insert], ensure_ascii=False)
+                created = {
+                    row["url"]
+                    for row in self._exec(conn, "feeds_insert_config", feeds=feeds, now=now)
+                }
+            added = [url for url in plan.insert if url in created]
+            raced = {url: modes[url] for url in plan.insert if url not in created}
+            if raced:
+                # added by another process starting this instant (PostgreSQL: the insert
+                # waited for its commit, so its rows are visible now). Another daemon of
+                # the same config made them as this one would have: usually nothing is
+                # left to change, where a statement per feed made every daemon but the
+                # first pay three round trips per feed before its first poll.
+                rows = [dict(r) for r in self._exec(conn, "feeds_for_config").fetchall()]
+                again = reconcile_config(rows, raced)
+                plan.adopt.extend(again.adopt)
+                plan.identity.update(again.identity)  # its disable list: only these URLs
             for feed_id in plan.adopt:
                 self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
             for feed_id, mode in plan.identity.items():
@@ -166,9 +165,10 @@ def reconcile_config(rows: Sequence[Mapping[str, Any]], modes: Mapping[str, str]
     URL -> identity mode). A listed URL names the feed with that URL, else one that moved
     away from it (301/308); such a feed becomes the config's, and enabled again if only
     leaving the config had disabled it. A feed the config owned and no longer lists is
-    disabled. Pure: one read of the list before, one statement per change after, where
-    a statement per listed feed (three round trips each on PostgreSQL) made every start
-    of a daemon or a cron run pay for the whole list."""
+    disabled. Pure: one read of the list before, then one statement for every new feed
+    together and one per other change, where a statement per listed feed (three round
+    trips each on PostgreSQL) made every start of a daemon or a cron run pay for the
+    whole list."""
     by_url = {row["url"]: row for row in rows}
     moved: dict[str, Mapping[str, Any]] = {}
     for row in sorted(rows, key=lambda r: r["id"]):
