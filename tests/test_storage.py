@@ -848,6 +848,29 @@ def test_a_host_with_a_request_in_flight_is_not_held(store: SQLStorage) -> None:
     assert store.host_turn("e.com", "B", 2, 0.0, 15.0) is not None
 
 
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+def test_another_feedsync_connected_is_company_before_it_claims(
+    store: SQLStorage, engine: Engine
+) -> None:
+    """Pollers started together all connect before any claims: the first claim already
+    sees the others (their sessions), so it holds no host that they would then wait
+    for; once they are gone, a claim holds again. Other clients (psql, the tests' own
+    connection) are not feedsync."""
+    fid = feed_id(store, "https://e.com/a")
+    soon = "2026-11-22T10:05:00Z"
+    other = engine.open()
+    try:
+        other.counts()  # connected, nothing claimed
+        claim = store.claim_feeds([fid], "A", T0, soon, hold=["e.com"], hold_lease=15.0)
+        assert claim.ids == {fid} and claim.others and claim.held == ()
+    finally:
+        other.close()
+    store.release_leases("A")
+    engine.query("SELECT 1")
+    claim = store.claim_feeds([fid], "A", T0, soon, hold=["e.com"], hold_lease=15.0)
+    assert not claim.others and dict(claim.held).keys() == {"e.com"}
+
+
 def test_several_polls_go_in_one_transaction_every_one_or_none(store: SQLStorage) -> None:
     """A pass's group commit (feedsync/group_commit.py): polls that finished together
     are written in one transaction, each as it would be alone, later ones seeing what

@@ -17,6 +17,8 @@ same names, tables and columns as SQLite's); what differs is here:
   one poller really created, claims use ``FOR NO KEY UPDATE SKIP LOCKED`` plus the same leases,
   and a transaction the server aborted as a deadlock or serialization failure is run
   again whole (it is short and has no side effect outside the database);
+- every session is named (``application_name``, :func:`session_name`), so that a claim
+  sees another feedsync process as soon as it is connected, before it claims anything;
 - the schema is applied under ``pg_advisory_xact_lock``, so pollers starting together
   on an empty database apply it once;
 - no snapshots (pg_dump and the server's backups do that job); search through pg_trgm.
@@ -29,7 +31,10 @@ shown.
 
 from __future__ import annotations
 
+import os
 import random
+import secrets
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -71,6 +76,13 @@ RECONNECT_RETRIES = 2
 _RETRYABLE = {"40001", "40P01"}
 
 
+def session_name() -> str:
+    """The application_name of this storage's sessions, the same for all of them and no
+    other process's: how a claim sees another feedsync process connected to the
+    database (sql/postgresql/poll.sql, others_at_work). Within PostgreSQL's 63 bytes."""
+    return f"feedsync {socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
 def _session_views(conn: psycopg.Connection[Any]) -> None:
     """The names the shared queries read (sql/postgresql/admin.sql: session_views), made
     on each new connection of the pool."""
@@ -107,9 +119,14 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
         from psycopg_pool import ConnectionPool
 
         where = display_url(url)
+        session = session_name()
         try:
             first = psycopg.connect(
-                url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True, row_factory=dict_row
+                url,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                autocommit=True,
+                row_factory=dict_row,
+                application_name=session,
             )
         except psycopg.OperationalError as exc:
             raise StorageUnavailable(f"cannot connect to {where}: {reason(exc, url)}") from None
@@ -125,6 +142,7 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
                 "autocommit": True,
                 "row_factory": dict_row,
                 "connect_timeout": CONNECT_TIMEOUT_S,
+                "application_name": session,
             },
             configure=_session_views,
             timeout=CONNECT_TIMEOUT_S * 3,

@@ -20,7 +20,16 @@ UPDATE feeds
 RETURNING id;
 
 -- name: others_at_work
+-- As in sql/poll.sql, and one more sign, the earliest: another feedsync process is
+-- connected to this database (each one names its sessions, application_name
+-- 'feedsync <host>:<pid>:<token>', feedsync/storage/postgresql.py). Pollers started
+-- together all connect before any of them claims, so none takes a hold on a host that
+-- the others would then wait for (feedsync/holds.py).
 SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until > :now)
+    OR EXISTS (SELECT 1 FROM pg_stat_activity
+                WHERE datname = current_database()
+                  AND application_name LIKE 'feedsync %'
+                  AND application_name <> current_setting('application_name'))
     OR EXISTS (SELECT 1 FROM news_summary
                 WHERE state IN ('new', 'failed')
                   AND lease_owner <> :owner AND lease_until > :now)
