@@ -366,6 +366,68 @@ def test_an_entry_another_poller_commits_meanwhile_is_linked_not_created(
     assert sorted(links) == sorted([(rows[0][0],), (rows[1][0],)])
 
 
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+def test_pollers_staging_the_same_stories_in_opposite_orders_do_not_deadlock(
+    store: SQLStorage, engine: Engine, pg_url: str, pg_server: Any
+) -> None:
+    """Two pollers' transactions, each two feeds' polls (a group commit), bring the same
+    two stories in opposite orders, and each is held after its first feed (a third
+    session locks those feeds' rows). Released together, each would then wait on the
+    other's new row: a deadlock, which the server breaks after deadlock_timeout (1 s) by
+    aborting one of them. The entries are locked in one order first, so one waits for
+    the other's commit instead: no deadlock in the server's log, each story staged once
+    and linked to all four feeds."""
+    import psycopg
+
+    a1, a2, b1, b2 = (feed_id(store, f"https://e.com/feed-{n}") for n in ("a1", "a2", "b1", "b2"))
+    log = pg_server.root / "server.log"
+    deadlocks_before = log.read_text(errors="replace").count("deadlock detected")
+    other = engine.open()
+    results: list[Any] = []
+    try:
+        with psycopg.connect(pg_url) as blocker, psycopg.connect(pg_url, autocommit=True) as watch:
+            blocker.execute("SELECT id FROM feeds WHERE id = ANY(%s) FOR UPDATE", ([a1, b1],))
+            pollers = [
+                threading.Thread(
+                    target=lambda: results.append(
+                        store.record_polls([intent(a1, [entry(1)]), intent(a2, [entry(2)])])
+                    )
+                ),
+                threading.Thread(
+                    target=lambda: results.append(
+                        other.record_polls(
+                            [intent(b1, [entry(2)], owner="B"), intent(b2, [entry(1)], owner="B")]
+                        )
+                    )
+                ),
+            ]
+            for poller in pollers:
+                poller.start()
+            wait_until(
+                lambda: (
+                    watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity"
+                        " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                    ).fetchone()[0]  # type: ignore[index]
+                    == 2
+                ),
+                "both pollers waiting: on the held feeds, or one on the other's entries",
+            )
+            blocker.commit()
+            for poller in pollers:
+                poller.join(60)
+    finally:
+        other.close()
+    assert len(results) == 2
+    assert log.read_text(errors="replace").count("deadlock detected") == deadlocks_before
+    rows = engine.query("SELECT id, url FROM news_summary ORDER BY url")
+    assert [url for _, url in rows] == ["https://e.com/1", "https://e.com/2"]
+    links = engine.query("SELECT feed_id, summary_id FROM feed_entries")
+    assert len(links) == 4 and {f for f, _ in links} == {a1, a2, b1, b2}
+    created = sorted(i for group in results for record in group for i in record.created_ids)
+    assert created == sorted(i for i, _ in rows)  # each story created by one poll only
+
+
 def test_versions_of_a_story_in_one_poll_are_revisions_of_the_first(
     store: SQLStorage, engine: Engine
 ) -> None:

@@ -41,7 +41,18 @@ class SQLPolling(SQLHostPacing):
     def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
         """Several polls in one transaction, one after the other as record_poll writes
         each: what a poll later in the list stages sees what an earlier one staged."""
-        return self._write(lambda conn: [self._apply_poll(conn, intent) for intent in intents])
+
+        def work(conn: Connection) -> list[PollRecord]:
+            self._lock_entries(conn, intents)
+            return [self._apply_poll(conn, intent) for intent in intents]
+
+        return self._write(work)
+
+    def _lock_entries(self, conn: Connection, intents: Sequence[PollIntent]) -> None:
+        """In record_polls's transaction, before it writes a row: whatever makes the
+        transactions of several processes that stage the same entries wait for each other
+        in one order (PostgreSQL, feedsync/storage/pg_staging.py). Nothing on SQLite,
+        where one writer at a time has the whole file."""
 
     def _apply_poll(self, conn: Connection, intent: PollIntent) -> PollRecord:
         """In record_polls's transaction: one poll's whole outcome."""

@@ -82,3 +82,17 @@ SELECT i.ord, c.id AS created_id, f.id AS found_id,
   LEFT JOIN created AS c ON c.url = i.url AND c.title = i.title
   LEFT JOIN found AS f ON f.url = i.url AND f.title = i.title
  ORDER BY i.ord;
+
+-- name: stage_lock_entries
+-- Before a transaction stages anything: a lock per entry it brings ((url, title) hashed),
+-- taken in one order, the hashes' (:keys, a JSON array of [url, title]). Two pollers
+-- staging the same stories (a story is in several feeds; a transaction holds several
+-- feeds' polls, feedsync/group_commit.py) each wait on the other's new rows; in
+-- opposite orders that was a deadlock, which the server breaks after deadlock_timeout
+-- (1 s) by aborting one of them, to be run again. Taken in one order, one of them
+-- waits for the other's commit instead. The two-key form, its first key 'feed' as a
+-- number: apart from other programs' locks and from schema_lock's (sql/postgresql/admin.sql).
+SELECT count(pg_advisory_xact_lock(1718920548, k)) AS locked
+  FROM (SELECT DISTINCT hashtext((e ->> 0) || E'\n' || (e ->> 1)) AS k
+          FROM jsonb_array_elements(CAST(:keys AS jsonb)) AS e
+         ORDER BY k) AS sorted;
