@@ -32,11 +32,12 @@ import httpx
 
 from feedsync import fetch, host_rules, logs, timestamps
 from feedsync.config import Config
+from feedsync.group_commit import GroupCommit
 from feedsync.holds import HostHolds
 from feedsync.hosts import HostGate
 from feedsync.progress import Progress
 from feedsync.records import HostWait, RunStats
-from feedsync.storage import Storage, StorageError
+from feedsync.storage import Storage, StorageError, StorageUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -234,11 +235,19 @@ class StorageHosts:
         self._delay = context.config.fetch.host_delay.total_seconds()
         self._lease = min(poll.lease, host_rules.SLOT_LEASE).total_seconds()
         self.renew_every = self._lease / 3
+        # with company every request takes its turn here: the turns asked for while the
+        # lane is busy are taken in its next transaction together (feedsync/group_commit.py)
+        self._turns: GroupCommit[str, tuple[int, float] | None] = GroupCommit(
+            self._take_many, whole=(StorageUnavailable,)
+        )
 
     async def take(self, host: str) -> tuple[int, float] | None:
+        return await self._turns(host)
+
+    async def _take_many(self, hosts: list[str]) -> list[tuple[int, float] | None]:
         c = self._context
         return await c.on_lane(
-            c.storage.host_turn, host, c.owner, self._slots, self._delay, self._lease
+            c.storage.host_turns, hosts, c.owner, self._slots, self._delay, self._lease
         )
 
     async def renew(self, host: str, slot: int) -> None:

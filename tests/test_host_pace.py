@@ -292,6 +292,30 @@ def test_turns_are_spaced_and_capped_across_connections(
     assert b.host_turn("h.example", "b", 2, 10.0, 60.0) is not None
 
 
+def test_turns_asked_together_are_one_transaction_each_as_if_asked_alone(
+    two: tuple[SQLStorage, SQLStorage],
+) -> None:
+    """A pass's turns that queue while its lane is busy are taken together: the same
+    slots, spacing and cap as one by one, another host's turns apart, in one write."""
+    a, b = two
+    writes = a.writes
+    turns = a.host_turns(
+        ["h.example", "other.example", "h.example", "h.example"], "a", 2, 10.0, 60.0
+    )
+    assert a.writes == writes + 1
+    first, other, second, third = turns
+    assert first is not None and second is not None and other is not None
+    assert {first[0], second[0]} == {0, 1}
+    assert first[1] < 0.5 and 9.0 < second[1] - first[1] <= 10.0  # spaced, in order
+    assert other[1] < 0.5  # per host: not spaced from h.example's
+    assert third is None  # both of h.example's slots taken by the group itself
+    # the other poller sees the group's slots and its pace
+    assert b.host_turn("h.example", "b", 2, 10.0, 60.0) is None
+    a.host_done("h.example", "a", first[0])
+    after = b.host_turn("h.example", "b", 2, 10.0, 60.0)
+    assert after is not None and after[0] == first[0] and 19.0 < after[1] <= 20.0
+
+
 def test_a_renewed_slot_stays_taken_and_only_its_owner_renews_it(
     two: tuple[SQLStorage, SQLStorage],
 ) -> None:

@@ -167,6 +167,15 @@ class HostPacing(Protocol):
         or None when every slot is held (try again later). One short transaction."""
         ...
 
+    def host_turns(
+        self, hosts: Sequence[str], owner: str, slots: int, delay: float, lease: float
+    ) -> list[tuple[int, float] | None]:
+        """:meth:`host_turn` for several requests (a host may come more than once), in
+        ONE transaction, each result as that call's: the turns a pass asks for while
+        its lane is busy (feedsync/group_commit.py). Hosts are locked in sorted order,
+        so that two processes' groups never wait on each other."""
+        ...
+
     def host_renew(self, host: str, owner: str, slot: int, lease: float) -> None:
         """A request still running on a slot of :meth:`host_turn`: its lease runs on for
         ``lease`` seconds from now (the database's clock). A slot lost meanwhile (its

@@ -4,6 +4,9 @@ engines (the HostPacing role): a 429/503 block, a request's turn and slot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import groupby
+
 from feedsync import decide
 from feedsync.storage.sql_core import Connection, SQLCore
 
@@ -50,33 +53,48 @@ class SQLHostPacing(SQLCore):
     def host_turn(
         self, host: str, owner: str, slots: int, delay: float, lease: float
     ) -> tuple[int, float] | None:
-        def work(conn: Connection) -> tuple[int, float] | None:
-            now, next_start, taken = self._host_state(conn, host)
-            turn = decide.host_turn(now, next_start, delay, taken, slots)
-            if turn is None:
-                if decide.held(now, delay, taken):
-                    # held whole by another process: ask it to give the host up
+        return self.host_turns([host], owner, slots, delay, lease)[0]
+
+    def host_turns(
+        self, hosts: Sequence[str], owner: str, slots: int, delay: float, lease: float
+    ) -> list[tuple[int, float] | None]:
+        def work(conn: Connection) -> list[tuple[int, float] | None]:
+            turns: dict[int, tuple[int, float] | None] = {}
+            # hosts in one order in every process: two groups never wait on each other
+            order = sorted(range(len(hosts)), key=lambda i: hosts[i])
+            for host, members in groupby(order, key=lambda i: hosts[i]):
+                now, next_start, taken = self._host_state(conn, host)
+                paced = next_start
+                for index in members:
+                    turn = decide.host_turn(now, next_start, delay, taken, slots)
+                    if turn is None:
+                        if decide.held(now, delay, taken):
+                            # held whole by another process: ask it to give the host up
+                            self._exec(
+                                conn,
+                                "host_slot_take",
+                                host=host,
+                                slot=decide.WANTED,
+                                owner=owner,
+                                lease_until=now + lease,
+                            )
+                        turns[index] = None
+                        continue
                     self._exec(
                         conn,
                         "host_slot_take",
                         host=host,
-                        slot=decide.WANTED,
+                        slot=turn.slot,
                         owner=owner,
-                        lease_until=now + lease,
+                        lease_until=turn.start + lease,
                     )
-                return None
-            if delay > 0:
-                self._exec(conn, "host_pace_set", host=host, next_start=turn.next_start)
-            self._exec(
-                conn,
-                "host_slot_take",
-                host=host,
-                slot=turn.slot,
-                owner=owner,
-                lease_until=turn.start + lease,
-            )
-            # how long to wait, not when: the caller sleeps by its own clock
-            return turn.slot, turn.start - now
+                    taken.append((turn.slot, turn.start + lease))
+                    next_start = turn.next_start
+                    # how long to wait, not when: the caller sleeps by its own clock
+                    turns[index] = (turn.slot, turn.start - now)
+                if delay > 0 and next_start != paced:
+                    self._exec(conn, "host_pace_set", host=host, next_start=next_start)
+            return [turns[index] for index in range(len(hosts))]
 
         return self._write(work)
 
