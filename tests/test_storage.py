@@ -125,6 +125,21 @@ def poll_failed(store: SQLStorage, fid: int, error: str, now: str, next_poll_at:
     store.record_poll(PollIntent(fid, now, next_poll_at, FAILED, error=error))
 
 
+def wait_for_lock_waits(watch: Any, count: int, what: str) -> None:
+    """Until ``count`` sessions of the test's PostgreSQL database wait on a lock (seen
+    through ``watch``, an autocommit connection): the moment a test has set up."""
+    wait_until(
+        lambda: (
+            watch.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()[0]
+            == count
+        ),
+        what,
+    )
+
+
 def entry(n: int, published: str | None = None) -> Entry:
     return Entry(url=f"https://e.com/{n}", title=f"Story {n}", published=published)
 
@@ -342,16 +357,7 @@ def test_an_entry_another_poller_commits_meanwhile_is_linked_not_created(
             )
         )
         staging.start()
-        wait_until(
-            lambda: (
-                watch.execute(
-                    "SELECT count(*) FROM pg_stat_activity"
-                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-                ).fetchone()[0]  # type: ignore[index]
-                == 1
-            ),
-            "the staging statement waiting for the other poller's row",
-        )
+        wait_for_lock_waits(watch, 1, "the staging statement waiting for the other poller's row")
         other.commit()
         staging.join(60)
     (record,) = records
@@ -403,15 +409,8 @@ def test_pollers_staging_the_same_stories_in_opposite_orders_do_not_deadlock(
             ]
             for poller in pollers:
                 poller.start()
-            wait_until(
-                lambda: (
-                    watch.execute(
-                        "SELECT count(*) FROM pg_stat_activity"
-                        " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-                    ).fetchone()[0]  # type: ignore[index]
-                    == 2
-                ),
-                "both pollers waiting: on the held feeds, or one on the other's entries",
+            wait_for_lock_waits(
+                watch, 2, "both pollers waiting: on the held feeds, or one on the other's entries"
             )
             blocker.commit()
             for poller in pollers:
@@ -632,16 +631,7 @@ def test_config_feeds_another_process_adds_meanwhile_are_adopted_once(
             )
         )
         syncing.start()
-        wait_until(
-            lambda: (
-                watch.execute(
-                    "SELECT count(*) FROM pg_stat_activity"
-                    " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-                ).fetchone()[0]  # type: ignore[index]
-                == 1
-            ),
-            "the config's insert waiting for the other process's row",
-        )
+        wait_for_lock_waits(watch, 1, "the config's insert waiting for the other process's row")
         other.commit()
         syncing.join(60)
     assert added == [["https://e.com/2"]]
