@@ -50,8 +50,9 @@ from feedsync import config as config_module
 from feedsync import logs, timestamps
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
-from feedsync.pipeline import Pass
+from feedsync.pipeline import Pass, has_work
 from feedsync.progress import ROOM_PROBLEMS, LogProgress
+from feedsync.records import RunStats
 from feedsync.storage import (
     CardReadOnly,
     Keep,
@@ -226,15 +227,21 @@ class Daemon:
 
     def poll_job(self) -> None:
         assert self.storage is not None
-        stats = Pass(
-            self.config,
-            self.storage,
-            LogProgress(alive=self.notifier.alive, room=self._room),
-            due_only=True,
-            stop=self._stop,
-            rng=self._rng,
-            save_every=self.config.storage.snapshot_interval,
-        ).run()
+        if has_work(self.storage, due_only=True):
+            stats = Pass(
+                self.config,
+                self.storage,
+                LogProgress(alive=self.notifier.alive, room=self._room),
+                due_only=True,
+                stop=self._stop,
+                rng=self._rng,
+                save_every=self.config.storage.snapshot_interval,
+            ).run()
+        else:
+            # Most ticks: no feed due, nothing to extract. One read (0.04 ms here), not
+            # a pass: its event loop, HTTP clients, lane and two write transactions
+            # cost 3.7 ms of CPU here, every minute of an idle day.
+            stats = RunStats()
         if stats.not_taking is None and ROOM_PROBLEMS[0] in self._room:
             self._room.discard(ROOM_PROBLEMS[0])
             log.info("taking new entries again: the RAM disk has room")

@@ -32,6 +32,23 @@ SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until >
                 WHERE owner <> :owner
                   AND lease_until > (julianday('now') - 2440587.5) * 86400.0) AS others;
 
+-- name: pass_has_work
+-- Has a pass anything to do: an enabled feed to poll (with :feeds_due_before, only one
+-- whose next poll time has come, as feeds_to_poll lists them) or, with
+-- :articles_due_before (a pass that extracts), a queue row extract_claim would take now.
+-- Cron's `run --due` every few minutes mostly finds nothing; it then starts no event loop,
+-- HTTP client or worker (feedsync/pipeline.py: has_work). The queue is read through its
+-- index, as in others_at_work.
+SELECT EXISTS (SELECT 1 FROM feeds
+                WHERE enabled = 1
+                  AND (CAST(:feeds_due_before AS text) IS NULL OR next_poll_at IS NULL
+                       OR next_poll_at <= :feeds_due_before))
+    OR (CAST(:articles_due_before AS text) IS NOT NULL
+        AND EXISTS (SELECT 1 FROM news_summary
+                     WHERE state IN ('new', 'failed', 'gone') AND state <> 'gone'
+                       AND (state = 'new' OR next_attempt_at <= :articles_due_before)
+                       AND (lease_until IS NULL OR lease_until < :now))) AS work;
+
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.
 UPDATE feeds

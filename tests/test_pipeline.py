@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import sqlite3
+import subprocess
 import threading
 from datetime import timedelta
 
 import pytest
-from conftest import BACKENDS, FeedsyncEnv, Site, hours, news_titles, wait_until
+from conftest import BACKENDS, FeedsyncEnv, Site, cli_env, hours, news_titles, wait_until
 from sitegen import Item
 
 # Every test on both engines: the pipeline does not know which one it talks to.
@@ -85,6 +88,56 @@ def test_second_run_with_nothing_new_parses_nothing_and_fetches_nothing(
     assert (second["staged"], second["extracted"]) == (0, 0)
     assert sum(site.server.not_modified.values()) == 3  # the server said 304 three times
     assert site.article_hits() == hits_after_first
+
+
+def test_a_due_run_with_nothing_due_asks_nothing_and_starts_no_pass(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Cron's `run --due` every 5 minutes mostly finds no feed due and no article to
+    retry: it asks the server nothing and starts no pass (its event loop and HTTP
+    clients were most of such a run's CPU: httpx is not imported, nor asyncio on
+    SQLite). An article whose retry time has come is fetched all the same, the feed
+    left alone."""
+    flaky = site.page("flaky", status=500)
+    feed = site.feed(
+        "news.xml",
+        [Item("Fine story", site.page("fine"), hours(1)), Item("Flaky", flaky, hours(2))],
+    )
+    fs.configure([feed], extract={"retry_backoff": "1h"})
+    first = fs.run_json("--due")  # never polled: due
+    assert (first["staged"], first["extracted"], first["extract_failed"]) == (2, 1, 1)
+    feed_hits, flaky_hits = site.hits("/feeds/news.xml"), site.hits("/articles/flaky")
+
+    done = subprocess.run(
+        fs.command("run", "--due", "--json"),
+        capture_output=True,
+        text=True,
+        env={**cli_env(fs.root / "home"), "PYTHONPROFILEIMPORTTIME": "1"},
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    idle = json.loads(done.stdout)
+    assert (idle["feeds"], idle["not_modified"], idle["extracted"]) == (0, 0, 0), idle
+    assert (site.hits("/feeds/news.xml"), site.hits("/articles/flaky")) == (feed_hits, flaky_hits)
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert "httpx" not in imported
+    assert fs.url is not None or "asyncio" not in imported  # (psycopg imports asyncio)
+
+    site.page("flaky")  # the page mended, and its retry time come
+    retry_now = "UPDATE news_summary SET next_attempt_at = '2000-01-01T00:00:00Z'"
+    if fs.url is not None:
+        import psycopg
+
+        with psycopg.connect(fs.url, autocommit=True) as pg:
+            pg.execute(retry_now)
+    else:
+        with sqlite3.connect(fs.live_path) as conn:
+            conn.execute(retry_now)
+    retried = fs.run_json("--due")
+    assert (retried["feeds"], retried["extracted"]) == (0, 1), retried
+    assert site.hits("/feeds/news.xml") == feed_hits
+    assert site.hits("/articles/flaky") == flaky_hits + 1
+    assert news_titles(fs) == ["Fine story", "Flaky"]
 
 
 def test_two_runs_started_together_fetch_every_article_once(fs: FeedsyncEnv, site: Site) -> None:

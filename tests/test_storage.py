@@ -563,6 +563,25 @@ def test_failed_rows_wait_for_their_retry_time(store: SQLStorage) -> None:
     assert claim(store, "A", due_before=LATER) == [row]
 
 
+def test_a_pass_has_work_exactly_when_its_lists_would_not_be_empty(store: SQLStorage) -> None:
+    """has_work, the one read that spares an idle run (cron's `run --due`, a daemon's
+    tick) its whole pass: a feed that feeds_to_poll would list, or a queue row that
+    claim_articles would take."""
+    assert not store.has_work(None, T0, T0)  # no feed at all
+    fid = feed_id(store)
+    assert store.has_work(T0, None, T0)  # never polled: due
+    (row,) = store.record_poll(intent(fid, [entry(1)], owner="A")).created_ids
+    assert not store.has_work(T0, None, T0)  # its next poll is at LATER
+    assert store.has_work(LATER, None, T0) and store.has_work(None, None, T0)  # or not --due
+    assert not store.has_work(T0, T0, T0)  # the new row is leased to A, at work on it
+    assert store.has_work(T0, T0, "2026-11-22T10:16:00Z")  # A's lease expired
+    assert claim(store, "A") == [row]
+    store.record_extract_failure(row, "A", FailureOutcome("failed", 1, LATER, "HTTP 500"))
+    assert not store.has_work(T0, T0, T0)  # failed, to be retried at LATER
+    assert store.has_work(T0, LATER, T0)  # ... which has come
+    assert not store.has_work(T0, None, T0)  # a pass that does not extract: nothing
+
+
 def test_a_process_that_lost_its_lease_records_nothing(store: SQLStorage, engine: Engine) -> None:
     fid = feed_id(store)
     (row,) = store.record_poll(intent(fid, [entry(1)], owner="A")).created_ids

@@ -1,10 +1,11 @@
 """Scenario 7: start-up, what cron pays every few minutes.
 
-feedsync: ``python -m feedsync --help``, and a no-op ``feedsync run`` (one feed that
+feedsync: ``python -m feedsync --help``, a no-op ``feedsync run`` (one feed that
 answers 304, nothing to extract; the live database on tmpfs with a snapshot folder, as
-the per-user default), both as the CLI. Baseline: the interpreter alone
-(``python -c pass``). One more no-op run under ``PYTHONPROFILEIMPORTTIME=1`` tells
-whether trafilatura (or rich) was imported.
+the per-user default), and cron's usual run, ``feedsync run --due`` with nothing due
+(the feed polled a moment ago, its next poll minutes away), all as the CLI. Baseline:
+the interpreter alone (``python -c pass``). One more run of each kind under
+``PYTHONPROFILEIMPORTTIME=1`` tells what was imported (trafilatura, rich, lxml, httpx).
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def run(bench: Bench) -> Result:
     if not first["extracted"]:
         raise BenchError(f"the start-up scenario's first run extracted nothing: {first}")
 
+    due_command = bench.feedsync_command(config, "run", "--due", "--json")
     commands = {
         "help": bench.feedsync_command(config, "--help"),
         "noop": run_command,
+        "due": due_command,
         "python": [bench.python, "-c", "pass"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -53,18 +56,26 @@ def run(bench: Bench) -> Result:
                 stats = last_json(done.stdout)
                 if stats["not_modified"] != 1 or stats["extracted"] or stats["staged"]:
                     raise BenchError(f"the no-op run did some work: {stats}")
+            elif name == "due":
+                stats = last_json(done.stdout)
+                if stats["feeds"] or stats["extracted"] or stats["extract_failed"]:
+                    raise BenchError(f"the run with nothing due did some work: {stats}")
             times[name].append(done.cost.wall)
             cpu[name].append(done.cost.cpu)
 
-    profiled = subprocess.run(
-        run_command,
-        capture_output=True,
-        text=True,
-        env=clean_env(PYTHONPROFILEIMPORTTIME="1"),
-        timeout=120,
-    )
-    modules = imported_modules(profiled.stderr)
-    heavy = {name: name in modules for name in ("trafilatura", "rich", "lxml", "httpx")}
+    heavy: dict[str, dict[str, bool]] = {}
+    counts: dict[str, int] = {}
+    for name, command in (("noop", run_command), ("due", due_command)):
+        profiled = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env=clean_env(PYTHONPROFILEIMPORTTIME="1"),
+            timeout=120,
+        )
+        modules = imported_modules(profiled.stderr)
+        heavy[name] = {m: m in modules for m in ("trafilatura", "rich", "lxml", "httpx")}
+        counts[name] = len(modules)
 
     result = Result(
         7,
@@ -75,14 +86,25 @@ def run(bench: Bench) -> Result:
     result.row("`--help` wall time", "s", times["help"], times["python"], digits=3)
     result.row("no-op `run` wall time (1 feed, 304)", "s", times["noop"], times["python"], digits=3)
     result.row("no-op `run` CPU time", "s", cpu["noop"], cpu["python"], digits=3)
+    result.row(
+        "`run --due` with nothing due (cron's usual run), CPU time",
+        "s",
+        cpu["due"],
+        cpu["python"],
+        digits=3,
+    )
     result.details = {
-        "imported_by_noop_run": heavy,
-        "modules_imported_by_noop_run": len(modules),
+        "imported_by_noop_run": heavy["noop"],
+        "modules_imported_by_noop_run": counts["noop"],
+        "imported_by_due_run": heavy["due"],
+        "modules_imported_by_due_run": counts["due"],
         "runs": n,
     }
-    verdict = "was NOT" if not heavy["trafilatura"] else "WAS"
+    verdict = "was NOT" if not heavy["noop"]["trafilatura"] else "WAS"
     result.notes.append(
         f"trafilatura {verdict} imported by the no-op run (rich: "
-        f"{'imported' if heavy['rich'] else 'not imported'}; {len(modules)} modules in all)."
+        f"{'imported' if heavy['noop']['rich'] else 'not imported'}; "
+        f"{counts['noop']} modules in all). The run with nothing due imported "
+        f"{counts['due']} modules, httpx {'among them' if heavy['due']['httpx'] else 'not'}."
     )
     return result

@@ -26,7 +26,8 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
         signal.signal(signum, lambda *_: stop.set())
     with open_storage(config) as storage:
         try:
-            if not storage.feeds_to_poll() and not (args.quiet or args.json):
+            # (asked only when it would be said: the list reads every feed's last week)
+            if not (args.quiet or args.json) and not storage.feeds_to_poll():
                 where = config.source or "a config file"
                 print(
                     "feedsync: no feeds to poll: add one with 'feedsync add URL' or a [[feeds]] "

@@ -94,6 +94,15 @@ class Polling(Protocol):
     """Stages 1 and 2: claiming feeds, recording a poll's whole outcome in one transaction
     (its entries staged), the hosts a pass holds alone."""
 
+    def has_work(
+        self, feeds_due_before: str | None, articles_due_before: str | None, now: str
+    ) -> bool:
+        """Whether a pass would find anything to do: an enabled feed to poll (only one
+        due by ``feeds_due_before`` when given) or, unless ``articles_due_before`` is
+        None (a pass that does not extract), a queue row a claim would take at ``now``.
+        Reads only."""
+        ...
+
     def room_for_entries(self) -> str | None:
         """Why no new entries can be taken now, in one line (the RAM disk is full even
         after a save); None when they can. A pass asks before it polls anything."""

@@ -361,6 +361,17 @@ class SQLPolling(SQLHostPacing):
     def release_feed(self, feed_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))
 
+    def has_work(
+        self, feeds_due_before: str | None, articles_due_before: str | None, now: str
+    ) -> bool:
+        (row,) = self._read(
+            "pass_has_work",
+            feeds_due_before=feeds_due_before,
+            articles_due_before=articles_due_before,
+            now=now,
+        )
+        return bool(row["work"])
+
     def room_for_entries(self) -> str | None:
         """A database on a server or a disk has no RAM budget (SQLiteStorage has one)."""
         return None

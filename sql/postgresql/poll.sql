@@ -37,6 +37,19 @@ SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until >
                 WHERE owner <> :owner
                   AND lease_until > extract(epoch FROM clock_timestamp())) AS others;
 
+-- name: pass_has_work
+-- As in sql/poll.sql, through PostgreSQL's queue index (its condition is
+-- state IN ('new', 'failed')).
+SELECT EXISTS (SELECT 1 FROM feeds
+                WHERE enabled = 1
+                  AND (CAST(:feeds_due_before AS text) IS NULL OR next_poll_at IS NULL
+                       OR next_poll_at <= :feeds_due_before))
+    OR (CAST(:articles_due_before AS text) IS NOT NULL
+        AND EXISTS (SELECT 1 FROM news_summary
+                     WHERE state IN ('new', 'failed')
+                       AND (state = 'new' OR next_attempt_at <= :articles_due_before)
+                       AND (lease_until IS NULL OR lease_until < :now))) AS work;
+
 -- name: poll_move
 -- A permanent move: the feed takes its new URL, and remembers the one it was added under
 -- (the config file still names that). Not when another feed already has the URL.
