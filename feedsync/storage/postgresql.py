@@ -253,6 +253,11 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
     def _exec(self, conn: Any, name: str, **params: Any) -> Any:
         return conn.execute(self._q[name], params)
 
+    def _exec_tuples(self, conn: Any, name: str, **params: Any) -> Any:
+        from psycopg.rows import tuple_row
+
+        return conn.cursor(row_factory=tuple_row).execute(self._q[name], params)
+
     # ------------------------------------------------------------ what only this engine does
 
     def snapshot(self, force: bool = False) -> SnapshotResult | None:

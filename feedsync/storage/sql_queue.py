@@ -104,10 +104,8 @@ class SQLArticleQueue(SQLCore):
                 link = identity.duplicate(
                     by_canonical=None if same_page is None else int(same_page["id"]),
                     print_=article.fingerprint,
-                    recent=(
-                        (int(r["id"]), int(r["fingerprint"]))
-                        for r in self._exec(conn, "identity_recent_prints", since=window_start)
-                    )
+                    # (news id, fingerprint) of every article of the window
+                    recent=self._exec_tuples(conn, "identity_recent_prints", since=window_start)
                     if article.fingerprint is not None
                     else (),
                 )

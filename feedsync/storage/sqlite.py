@@ -278,6 +278,11 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     def _exec(self, conn: sqlite3.Connection, name: str, **params: Any) -> sqlite3.Cursor:
         return conn.execute(self._q[name], params)
 
+    def _exec_tuples(self, conn: sqlite3.Connection, name: str, **params: Any) -> sqlite3.Cursor:
+        cursor = conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(self._q[name], params)
+
     def _neutral(self, conn: sqlite3.Connection, action: Callable[[], object]) -> None:
         """``action`` moves rows between the files; it changes no content, so the counter
         that says "something worth saving changed" is put back as it was."""
