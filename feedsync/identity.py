@@ -130,11 +130,10 @@ def duplicate(
         return Link(by_canonical, "same canonical URL")
     if print_ is None:
         return None
-    # The closest within MAX_DISTANCE, the first of equals. Every article of the window
-    # (1,000 a day for 7 days: 7,000) is compared on each save: distance() written out.
+    # The closest within MAX_DISTANCE, the first of equals.
     best_gap, best_id = MAX_DISTANCE + 1, 0
     for news_id, other in recent:
-        gap = ((print_ ^ other) & _ALL_BITS).bit_count()
+        gap = distance(print_, other)
         if gap < best_gap:
             best_gap, best_id = gap, news_id
     if best_gap > MAX_DISTANCE:
