@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import replace
 
 from feedsync import addresses, decide, fetch, logs, timestamps
 from feedsync.canonical import host_of
@@ -162,7 +161,7 @@ class ArticleQueue:
         else:
             await c.host_answered(host)
             now = c.clock()
-            article = replace(article, author=job.author or article.author)
+            article = article._replace(author=job.author or article.author)
             published = decide.article_published(job.published, article.date, now)
             window = timestamps.to_iso(now - config.identity.window) if job.heuristics else None
             link = await c.on_lane(

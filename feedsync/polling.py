@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -182,7 +181,7 @@ class FeedPolls:
         given = tuple(held or ())
         host = self._feed_hosts.get(intent.feed_id)
         held_host = host if host is not None and c.holds.holds(host) else None
-        record = await self._records(replace(intent, host_slots=given, held_host=held_host))
+        record = await self._records(intent._replace(host_slots=given, held_host=held_host))
         if held:
             del held[: len(given)]
         if record.host_wanted:

@@ -74,5 +74,5 @@ def report(config: Config, storage: Storage) -> dict[str, Any]:
         "articles": {"today": counts["articles_today"], "total": counts["articles"]},
         "next_poll_at": counts["next_poll_at"],
         "last_success_at": counts["last_success_at"],
-        "storage": asdict(where),
+        "storage": where._asdict(),
     }

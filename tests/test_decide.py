@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -278,7 +277,7 @@ def test_not_modified_keeps_the_validators_and_honours_max_age() -> None:
 
 
 def test_a_failure_backs_off_and_honours_retry_after() -> None:
-    failing = replace(POLLED, error_count=2)  # the third failure in a row: base x 4
+    failing = POLLED._replace(error_count=2)  # the third failure in a row: base x 4
     intent = poll(failing, error="HTTP 500")
     assert intent.outcome == FAILED and intent.error == "HTTP 500"
     assert intent.next_poll_at == "2026-11-22T14:00:00Z"
@@ -300,13 +299,13 @@ def test_a_move_is_decided_with_the_poll() -> None:
     assert decide.move_note(intent, None, True) == (
         "moved permanently to https://new.e.com/feed (308): the feed now uses it"
     )
-    first_301 = poll(answer=replace(moved, moved_by_308=False))
+    first_301 = poll(answer=moved._replace(moved_by_308=False))
     assert first_301.redirect == RedirectState(None, "https://new.e.com/feed", 1)
     assert decide.move_note(first_301, None, False) is None
     refused = decide.move_note(intent, "already in the list", True)
     assert refused == "cannot follow its move: already in the list; disabled"
     # a pending move that the next poll does not confirm is forgotten
-    pending = replace(POLLED, redirect_to="https://new.e.com/feed", redirect_seen=1)
+    pending = POLLED._replace(redirect_to="https://new.e.com/feed", redirect_seen=1)
     assert poll(pending, answer=Answer()).redirect == RedirectState(None, None, 0)
 
 

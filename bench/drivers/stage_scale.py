@@ -108,7 +108,8 @@ def intent_for(feed_id: int, entries: list[Entry], now: datetime) -> PollIntent:
         # as the pipeline sets it (the identity window, 7 days by default)
         "window_start": iso(now - timedelta(days=7)),
     }
-    known = {f.name for f in fields(PollIntent)}
+    # a NamedTuple since the records stopped being dataclasses; an older feedsync's too
+    known = set(getattr(PollIntent, "_fields", ())) or {f.name for f in fields(PollIntent)}
     return PollIntent(**{k: v for k, v in values.items() if k in known})  # type: ignore[arg-type]
 
 

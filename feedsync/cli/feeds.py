@@ -116,7 +116,6 @@ def _is_failing(feed: FeedHealth, failing_after: int) -> bool:
 
 def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
     import json
-    from dataclasses import asdict
     from datetime import timedelta
 
     from feedsync import terminal as t
@@ -132,7 +131,7 @@ def cmd_feeds(args: argparse.Namespace, config: Config) -> int:
             json.dumps(
                 [
                     {
-                        **asdict(f),
+                        **f._asdict(),
                         # '' is the database's "none yet"; JSON says none with null
                         "latest_published": f.latest_published or None,
                         "health": feed_health_line(f, failing_after),

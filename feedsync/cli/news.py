@@ -34,7 +34,6 @@ def _article_ref(storage: Storage, ref: str) -> NewsItem:
 
 def cmd_news(args: argparse.Namespace, config: Config) -> int:
     import json
-    from dataclasses import asdict
 
     from feedsync import terminal as t
 
@@ -52,7 +51,7 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(
             json.dumps(
-                [{k: v for k, v in asdict(i).items() if k != "body"} for i in items],
+                [{k: v for k, v in i._asdict().items() if k != "body"} for i in items],
                 ensure_ascii=False,
             )
         )
@@ -174,7 +173,6 @@ def _show_entries(args: argparse.Namespace, config: Config, entries: list[Staged
 
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
     import json
-    from dataclasses import asdict
 
     from feedsync import terminal as t
     from feedsync.canonical import canonical_url
@@ -192,10 +190,10 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
         revisions, duplicates = storage.news_links(item.id)
     if args.json:
         data = {
-            **asdict(item),
+            **item._asdict(),
             "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in feeds],
-            "revisions": [asdict(r) for r in revisions],
-            "duplicates": [asdict(d) for d in duplicates],
+            "revisions": [r._asdict() for r in revisions],
+            "duplicates": [d._asdict() for d in duplicates],
         }
         print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
@@ -240,7 +238,6 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
     import json
-    from dataclasses import asdict
 
     from feedsync import terminal as t
     from feedsync.storage.search import QueryError, parse
@@ -258,7 +255,7 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     with open_storage(config) as storage:
         hits = storage.search(query, args.limit, marks)
     if args.json:
-        print(json.dumps([asdict(h) for h in hits], ensure_ascii=False))
+        print(json.dumps([h._asdict() for h in hits], ensure_ascii=False))
         return EXIT_OK
     if not hits:
         print(f"nothing found for {query!r}")
@@ -291,7 +288,6 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
     import contextlib
     import csv
     import json
-    from dataclasses import astuple
 
     with open_storage(config) as storage, contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_text(args.output)) if args.output else sys.stdout
@@ -300,13 +296,13 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
             writer = csv.writer(out)
             writer.writerow(EXPORT_FIELDS)
             for item in storage.export_news(args.since or ""):
-                writer.writerow(astuple(item))
+                writer.writerow(tuple(item))
                 count += 1
         else:
             for item in storage.export_news(args.since or ""):
                 out.write(
                     json.dumps(
-                        dict(zip(EXPORT_FIELDS, astuple(item), strict=True)), ensure_ascii=False
+                        dict(zip(EXPORT_FIELDS, tuple(item), strict=True)), ensure_ascii=False
                     )
                     + "\n"
                 )

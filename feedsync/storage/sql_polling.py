@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from feedsync import decide, identity
@@ -89,7 +88,7 @@ class SQLPolling(SQLHostPacing):
         else:
             raise ValueError(f"unknown poll outcome {intent.outcome!r}")
         if intent.redirect is not None:
-            record = replace(record, move_refused=self._move(conn, intent))
+            record = record._replace(move_refused=self._move(conn, intent))
         if intent.host_wait is not None:
             wait = intent.host_wait
             self._exec(
@@ -106,7 +105,7 @@ class SQLPolling(SQLHostPacing):
             self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
         if intent.held_host is not None:
             wanted = self._exec(conn, "host_wanted", host=intent.held_host).fetchone()
-            record = replace(record, host_wanted=bool(wanted["wanted"]))
+            record = record._replace(host_wanted=bool(wanted["wanted"]))
         return record
 
     def _stage(self, conn: Connection, intent: PollIntent) -> PollRecord:
@@ -400,5 +399,5 @@ def merge_repeats(entries: Sequence[Entry]) -> list[Entry]:
         if first is None:
             merged[key] = entry
         elif first.published is None and entry.published is not None:
-            merged[key] = replace(first, published=entry.published)
+            merged[key] = first._replace(published=entry.published)
     return list(merged.values())
