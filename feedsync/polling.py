@@ -400,7 +400,7 @@ def _parse(
     """The document parsed, on the parse thread, or why it is not a feed. The parsers
     (feedsync/parse/, with fastfeedparser's and feedparser's modules) are imported by the
     first document a process reads, on that thread: a pass whose feeds all answer 304,
-    the daemon's usual pass and a no-op ``run``, never loads them (~10 ms of CPU here)."""
+    the daemon's usual pass and a no-op ``run``, never loads them (~10-20 ms of CPU here)."""
     from feedsync.parse import NotAFeed, parse_feed
 
     try:

@@ -296,14 +296,12 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
             writer = csv.writer(out)
             writer.writerow(EXPORT_FIELDS)
             for item in storage.export_news(args.since or ""):
-                writer.writerow(tuple(item))
+                writer.writerow(item)
                 count += 1
         else:
             for item in storage.export_news(args.since or ""):
                 out.write(
-                    json.dumps(
-                        dict(zip(EXPORT_FIELDS, tuple(item), strict=True)), ensure_ascii=False
-                    )
+                    json.dumps(dict(zip(EXPORT_FIELDS, item, strict=True)), ensure_ascii=False)
                     + "\n"
                 )
                 count += 1
