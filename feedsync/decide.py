@@ -11,9 +11,8 @@ host's rules (its turn across processes, a 429/503 block) are host_rules.py's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from feedsync import timestamps
 
@@ -214,8 +213,7 @@ def redirect(
     return RedirectState(None, moved_to, count)
 
 
-@dataclass(frozen=True)
-class PollRules:
+class PollRules(NamedTuple):
     """The settings a feed poll's decision uses (``[poll]``, ``[identity]``, ``[extract]``)."""
 
     base: timedelta

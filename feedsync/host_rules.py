@@ -12,8 +12,8 @@ decide.py, which decides a feed poll: these decide a host's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 HOST_BACKOFF = timedelta(minutes=1)
 
@@ -29,8 +29,7 @@ def host_wait(backoff_count: int, retry_after: timedelta | None, cap: timedelta)
     return min(HOST_BACKOFF * (1 << min(backoff_count, 30)), cap)
 
 
-@dataclass(frozen=True)
-class HostBlock:
+class HostBlock(NamedTuple):
     """A host left alone for ``wait`` from now, ``backoff_count`` blocks in a row."""
 
     wait: timedelta
@@ -55,8 +54,7 @@ def host_block(
     return HostBlock(host_wait(backoff_count, retry_after, cap), backoff_count + 1)
 
 
-@dataclass(frozen=True)
-class HostTurn:
+class HostTurn(NamedTuple):
     """A request to a host, granted across every process on the database: ``slot`` of the
     host's ``per_host`` concurrency slots, to start at ``start`` (seconds since the epoch,
     the database's clock); the next request to the host may start at ``next_start``."""

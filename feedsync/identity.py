@@ -25,10 +25,9 @@ per pair.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 BITS = 64
 MAX_DISTANCE = 8
@@ -68,6 +67,10 @@ def fingerprint(text: str) -> int | None:
     units = tokens(text)
     if len(units) < MIN_WORDS:
         return None
+    # here, not at the top: hashlib loads OpenSSL (~7 ms), and most processes that import
+    # this module (a cron run with nothing due) never fingerprint anything
+    import hashlib
+
     spread, blake2b = _SPREAD, hashlib.blake2b
     # by byte of the hash, lowest first: the digest is big-endian, so byte k is d[7 - k]
     b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0
@@ -98,8 +101,7 @@ def distance(a: int, b: int) -> int:
     return ((a ^ b) & _ALL_BITS).bit_count()
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     target: int  # news_summary.id (a revision's root) or news.id (a duplicate's article)
     reason: str  # "same GUID", "same URL, new title", "same canonical URL", ...
 

@@ -23,10 +23,9 @@ import shlex
 import shutil
 import sys
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 # C0 controls, DEL and the C1 controls (U+0080-U+009F: U+009B is a one-character CSI to
 # a terminal that honours C1). Tab, newline and carriage return are decided per mode.
@@ -83,8 +82,7 @@ def width(stream: TextIO = sys.stdout) -> int:
     return 80
 
 
-@dataclass(frozen=True)
-class Pager:
+class Pager(NamedTuple):
     """The pager ``show`` pipes an article into: the user's ``$PAGER``, or ``less``."""
 
     command: str  # for the shell, as $PAGER is (it may carry options)

@@ -262,7 +262,7 @@ def test_a_parsed_feed_stages_its_candidates_and_advances() -> None:
 
 
 def test_a_stage_only_pass_leaves_the_rows_free_for_anyone() -> None:
-    rules = decide.PollRules(**{**RULES.__dict__, "extract_lease": None})
+    rules = RULES._replace(extract_lease=None)
     intent = decide.poll(
         POLLED, FETCHED, rules, jitter=0.0, owner="me", answer=Answer(), parsed=ParsedFeed(None, ())
     )

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from feedsync.storage.errors import StorageError
 
@@ -32,8 +32,7 @@ NEARLY_FULL_SHARE = 0.9  # of a budget: `feedsync status` says so
 SAVE_MARGIN = 1 << 20  # bytes a save needs beyond twice what it moves
 
 
-@dataclass(frozen=True)
-class Disk:
+class Disk(NamedTuple):
     """A file system, as statvfs sees it (bytes)."""
 
     size: int
@@ -58,8 +57,7 @@ def files_size(*paths: Path) -> int:
     return total
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
     """One side's use against its budget, and the file system under it."""
 
     used: int

@@ -47,8 +47,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from feedsync.storage import busy, search
 from feedsync.storage.card_files import SnapshotRefused, file_lock, lock_path, read_meta, uri
@@ -78,8 +78,7 @@ INDEX_AGE_S = 20 * 3600
 INDEX_CHUNK = 2000  # at most this many a month per save (an upgrade indexes them all)
 
 
-@dataclass(frozen=True)
-class Saved:
+class Saved(NamedTuple):
     """What a save did."""
 
     written: bool
@@ -91,8 +90,7 @@ class Saved:
     detail: str
 
 
-@dataclass(frozen=True)
-class Pruned:
+class Pruned(NamedTuple):
     """What retention removed from the card (the live database drops its copies)."""
 
     articles: list[int]

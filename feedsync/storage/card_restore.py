@@ -5,7 +5,6 @@ RAM disk), checked against the card when both are there (:func:`prepare`), resto
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 from pathlib import Path
 
@@ -185,7 +184,7 @@ def _copy_hot(conn: sqlite3.Connection, keep_since: str) -> None:
     for key, value in (
         ("content_version", saved),
         ("snapshot_content_version", saved),
-        ("live_id", secrets.token_hex(8)),
+        ("live_id", os.urandom(8).hex()),  # secrets.token_hex, without hashlib's ~7 ms
     ):
         conn.execute(q["meta_set"], {"key": key, "value": value})
     conn.execute(q["restore_free_entries"])

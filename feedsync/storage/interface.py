@@ -9,9 +9,8 @@ network I/O. Also here: :class:`Keep`, how long what stays where.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from feedsync.records import (
     Article,
@@ -36,8 +35,7 @@ if TYPE_CHECKING:
 WEEK = timedelta(days=7)
 
 
-@dataclass(frozen=True)
-class Keep:
+class Keep(NamedTuple):
     """What the storage keeps where, from the config: the days of entries the live
     database holds (a week of publishing for the poll schedule and the identity window,
     plus a day), and [retention] for the card."""

@@ -53,8 +53,16 @@ _CJK = (
     "\uff66-\uff9f"  # half-width katakana
     "\uac00-\ud7af"  # hangul syllables
 )
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_ALL_CJK = re.compile(f"[{_CJK}]+$")
+
+
+@functools.cache
+def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A CJK run, and a text that is one: compiled at first use, not at import. ``re``
+    builds a table over each range of the class, character by character: ~8 ms, which
+    every process paid at start (a cron run with nothing due is ~0.15 s in all), though
+    only indexing and searching use them."""
+    return re.compile(f"[{_CJK}]+"), re.compile(f"[{_CJK}]+$")
+
 
 #: the FTS5 tokenizer of every index table (sql/card.sql says the same)
 TOKENIZER = "unicode61 remove_diacritics 2"
@@ -75,13 +83,13 @@ def index_text(text: str | None) -> str:
     def pieces(run: str) -> str:
         return " " + " ".join([*_pairs(run), run[-1]] if len(run) > 1 else [run]) + " "
 
-    return _CJK_RUN.sub(lambda m: pieces(m.group(0)), text)
+    return _cjk()[0].sub(lambda m: pieces(m.group(0)), text)
 
 
 def _query_text(term: str) -> str:
     """A query term cut like the index, without the trailing characters (the pairs
     already hold them)."""
-    return _CJK_RUN.sub(lambda m: " " + " ".join(_pairs(m.group(0))) + " ", term)
+    return _cjk()[0].sub(lambda m: " " + " ".join(_pairs(m.group(0))) + " ", term)
 
 
 class Tokenizer:
@@ -164,7 +172,7 @@ class Term:
         anything but letters and digits between them."""
         body = r"[\W_]+".join(re.escape(fold(w)) for w in self.words)
         first = self.words[0][0]
-        if first.isalnum() and not _ALL_CJK.match(first):
+        if first.isalnum() and not _cjk()[1].match(first):
             return re.compile(r"(?<![^\W_])" + body)
         return re.compile(body)
 
@@ -349,7 +357,7 @@ def fts_match(query: Query, tokenize: Tokenizer) -> str | None:
         for term in alternative:
             for word in term.words:
                 for token in tokenize(_query_text(word)):
-                    if _ALL_CJK.match(token) and len(token) > 1:
+                    if _cjk()[1].match(token) and len(token) > 1:
                         parts.append(_quoted(token))  # a CJK pair: exact
                     else:
                         parts.append(_quoted(token) + "*")  # a word, or one CJK character
