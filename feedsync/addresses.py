@@ -5,15 +5,19 @@ it checked, so a DNS answer that changes between check and connect (rebinding) c
 slip through, on any redirect hop. Feeds are the owner's choice and may be on the LAN;
 an article may be too when one of its feeds is (:func:`on_the_lan`), or with
 ``[fetch] allow_private``. fetch.py builds its clients on :class:`GuardedTransport`.
+
+The connections themselves are here too (:class:`_Stream`): httpcore's network stream on
+asyncio's own transport, the cheapest way under httpx's pool to read and write a socket.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextvars
 import functools
 import ipaddress
 import os
-import select
 import socket
 import ssl
 import sys
@@ -73,7 +77,6 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     address only from a feed that is itself on one."""
 
     def __init__(self, allow_private: bool, connected: dict[str, str] | None = None):
-        self._inner = httpcore.AnyIOBackend()
         self._allow_private = allow_private
         self._connected = connected
 
@@ -112,15 +115,13 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         error: Exception | None = None
         for address in addresses:
             try:
-                stream = await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
+                stream = await _connect(address, port, timeout, local_address, socket_options)
             except httpcore.ConnectError as exc:
                 error = exc
             else:
                 if self._connected is not None:
                     self._connected.setdefault(host, address)  # once per pass
-                return _Stream(stream)
+                return stream
         raise error or httpcore.ConnectError(f"no address for {host}")
 
     async def connect_unix_socket(
@@ -132,7 +133,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         raise httpcore.ConnectError("unix sockets are not used")
 
     async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        await asyncio.sleep(seconds)
 
 
 @functools.cache
@@ -211,26 +212,140 @@ async def on_the_lan(host: str, connected: Mapping[str, str]) -> bool:
     return await host_is_private(host)
 
 
-class _Stream(httpcore.AsyncNetworkStream):
-    """A connection's stream with its socket looked up once. Before each request the
-    connection pool asks every idle connection whether the server has closed it
-    ("is_readable"); httpcore's anyio stream answers by building the socket's attribute
-    table anew (a getpeername() system call among them) each time, which cost more CPU
-    per feed than opening a new connection on the loopback. Everything else is the
-    inner stream's."""
+class _Protocol(asyncio.Protocol):
+    """A connection's incoming bytes, kept until :class:`_Stream` reads them, and its
+    state: whether the peer closed it, whether writes must wait (flow control)."""
 
-    def __init__(self, inner: httpcore.AsyncNetworkStream):
-        self._inner = inner
-        self._socket: socket.socket | None = inner.get_extra_info("socket")
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.buffered = 0
+        self.paused = False  # reading paused: the reader is behind
+        self.eof = False
+        self.error: BaseException | None = None  # why the connection was lost
+        self.waiter: asyncio.Future[None] | None = None  # a read waiting for bytes
+        self.drained: asyncio.Future[None] | None = None  # a write waiting for room
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.buffered += len(data)
+        if self.buffered > _READ_AHEAD and not self.paused and self.transport is not None:
+            self.transport.pause_reading()  # the reader is behind: the kernel holds the rest
+            self.paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+        self._wake_writer()
+
+    def pause_writing(self) -> None:
+        if self.drained is None or self.drained.done():
+            self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        self._wake_writer()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def _wake_writer(self) -> None:
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+
+#: bytes read ahead of the reader before the connection stops reading (back-pressure)
+_READ_AHEAD = 256 * 1024
+
+
+def _reason(exc: BaseException) -> str:
+    """A socket error in a few words ("Connection refused"), as the user reads it after
+    "cannot connect:" or "connection broken:"; a TLS error as ssl words it."""
+    if isinstance(exc, OSError) and not isinstance(exc, ssl.SSLError) and exc.errno:
+        return os.strerror(exc.errno)
+    return str(exc) or type(exc).__name__
+
+
+def _time_out(waiter: asyncio.Future[None], error: Exception) -> None:
+    if not waiter.done():
+        waiter.set_exception(error)
+
+
+async def _wait(waiter: asyncio.Future[None], seconds: float | None, error: Exception) -> None:
+    """``waiter`` done, or ``error`` raised after ``seconds`` (a timer handle: cheaper
+    than a timeout scope, and a connection reads ~10 times per page)."""
+    if seconds is None:
+        await waiter
+        return
+    timer = asyncio.get_running_loop().call_later(seconds, _time_out, waiter, error)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """A connection on asyncio's own transport, for httpcore: what its anyio stream does,
+    without anyio's layers on every read and write (a task-group-aware timeout scope
+    each, a stream wrapper over asyncio's transport), ~10% of a poll's CPU when every
+    feed answers 304. Before each request the connection pool asks every idle connection
+    whether the server has closed it ("is_readable"): the transport has already read
+    whatever arrived (bytes or the end), so that is a look at the buffer, not a system
+    call (httpcore's anyio stream built the socket's attribute table anew, with a
+    getpeername(), each time; a poll() per idle connection after that)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol):
+        self._transport = transport
+        self._protocol = protocol
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
-        return await self._inner.read(max_bytes, timeout)
+        protocol = self._protocol
+        if not protocol.chunks and not protocol.eof:
+            protocol.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await _wait(protocol.waiter, timeout, httpcore.ReadTimeout("timed out reading"))
+            finally:
+                protocol.waiter = None
+        if protocol.chunks:
+            chunk = protocol.chunks.popleft()
+            if len(chunk) > max_bytes:
+                protocol.chunks.appendleft(chunk[max_bytes:])
+                chunk = chunk[:max_bytes]
+            protocol.buffered -= len(chunk)
+            if protocol.paused and protocol.buffered <= _READ_AHEAD:
+                protocol.paused = False
+                if not self._transport.is_closing():
+                    self._transport.resume_reading()
+            return chunk
+        if protocol.error is not None:
+            raise httpcore.ReadError(_reason(protocol.error))
+        return b""  # the end: the server closed the connection
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        await self._inner.write(buffer, timeout)
+        if not buffer:
+            return
+        protocol = self._protocol
+        if self._transport.is_closing() or protocol.error is not None:
+            raise httpcore.WriteError("the connection is closed")
+        self._transport.write(buffer)
+        drained = protocol.drained
+        if drained is not None and not drained.done():  # the kernel's buffer is full
+            await _wait(drained, timeout, httpcore.WriteTimeout("timed out writing"))
+            if protocol.error is not None:
+                raise httpcore.WriteError(_reason(protocol.error))
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        self._transport.close()
 
     async def start_tls(
         self,
@@ -239,21 +354,59 @@ class _Stream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> httpcore.AsyncNetworkStream:
         context = trusting(ssl_context)  # the CA certificates, before the first handshake
-        return _Stream(await self._inner.start_tls(context, server_hostname, timeout))
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):  # (asyncio's own would say "aborted")
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, context, server_hostname=server_hostname
+                )
+        except TimeoutError as exc:
+            self._transport.close()
+            raise httpcore.ConnectTimeout(f"TLS handshake timed out: {exc}") from exc
+        except OSError as exc:  # ssl.SSLError is one
+            self._transport.close()
+            raise httpcore.ConnectError(_reason(exc)) from exc
+        if transport is None:  # the connection closed during the handshake
+            raise httpcore.ConnectError("the connection closed during the TLS handshake")
+        self._protocol.transport = transport  # flow control now pauses the TLS layer
+        return _Stream(transport, self._protocol)
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
-            return _readable(self._socket)
+            protocol = self._protocol
+            return bool(protocol.chunks) or protocol.eof or self._transport.is_closing()
+        if info == "ssl_object":
+            return self._transport.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return self._transport.get_extra_info("sockname")
+        if info == "server_addr":
+            return self._transport.get_extra_info("peername")
         if info == "socket":
-            return self._socket
-        return self._inner.get_extra_info(info)
+            return self._transport.get_extra_info("socket")
+        return None
 
 
-def _readable(sock: socket.socket | None) -> bool:
-    """Whether a read would return at once: data, or the end a closed connection gives
-    (a socket gone counts as readable, so that the pool drops its connection)."""
-    if sock is None or sock.fileno() < 0:
-        return True
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(0))
+async def _connect(
+    address: str,
+    port: int,
+    seconds: float | None,
+    local_address: str | None,
+    socket_options: Iterable[Any] | None,
+) -> _Stream:
+    """A TCP connection to ``address`` (already checked), as a :class:`_Stream`."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(seconds):
+            transport, protocol = await loop.create_connection(
+                _Protocol,
+                host=address,
+                port=port,
+                local_addr=(local_address, 0) if local_address else None,
+            )
+    except TimeoutError as exc:
+        raise httpcore.ConnectTimeout(f"timed out connecting to {address}") from exc
+    except OSError as exc:
+        raise httpcore.ConnectError(_reason(exc)) from exc
+    for option in socket_options or ():  # (httpx asks for none; asyncio sets TCP_NODELAY)
+        transport.get_extra_info("socket").setsockopt(*option)
+    return _Stream(transport, protocol)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import importlib.abc
+import socket
 import ssl
 import subprocess
 import sys
@@ -100,6 +101,72 @@ def test_polls_of_one_host_share_a_connection_whether_200_or_304(server: LocalSe
     answers = asyncio.run(main())
     assert [a.status for a in answers] == [200] * 4 + [304] * 4
     assert server.connections == 1
+
+
+class _ClosingServer:
+    """A keep-alive server on 127.0.0.1 that answers one request per connection and then
+    closes it without a word (no ``Connection: close``), as servers do with an idle
+    connection when their keep-alive time is up."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/feed.xml"
+        self.connections = 0
+        self.closed = threading.Event()  # the latest connection is closed
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += conn.recv(4096)
+                body = b"<rss/>"
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+            self.closed.set()
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+    """The pool asks each idle connection, before it sends on it, whether the server has
+    closed it; a wrong "no" sends the next poll into a dead connection and fails it. The
+    answer is what the connection has already read (the end of it), not a system call."""
+    server = _ClosingServer()
+
+    async def main() -> list[fetch.Response]:
+        async with fetch.make_client(timeout=5, concurrency=4) as client:
+            first = await get(server.url)(client)
+            deadline = asyncio.get_running_loop().time() + 10
+            while not server.closed.is_set():  # the server hung up after answering
+                assert asyncio.get_running_loop().time() < deadline, "the server never closed"
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0)  # one turn of the loop: the transport reads the end
+            server.closed.clear()
+            return [first, await get(server.url)(client)]
+
+    try:
+        answers = asyncio.run(main())
+    finally:
+        server.listener.close()
+    assert [a.status for a in answers] == [200, 200]
+    assert answers[1].body == b"<rss/>"
+    assert server.connections == 2  # a new connection, not the closed one
+
+
+def test_a_large_body_arrives_whole_through_the_read_ahead_limit(server: LocalServer) -> None:
+    """A connection reads at most 256 KiB ahead of its reader, then lets the kernel hold
+    the rest: a page several times that arrives byte for byte."""
+    page = "".join(f"<p>paragraph {n:07d}</p>\n" for n in range(100_000))  # ~2.3 MB
+    url = server.set("/big.html", page, "text/html")
+    got = run(get(url, max_bytes=5_000_000, accept=fetch.PAGE_ACCEPT))
+    assert got.body == page.encode()
 
 
 def test_the_request_names_feedsync(server: LocalServer) -> None:

@@ -51,7 +51,7 @@ def test_repeated_article_failures_are_one_line_per_host_and_reason(
 
     lines = done.stderr.splitlines()
     assert lines[0] == (
-        f"feedsync: 127.0.0.1:{dead}: cannot connect: All connection attempts failed "
+        f"feedsync: 127.0.0.1:{dead}: cannot connect: Connection refused "
         f"({UNREACHABLE} articles; next try " + lines[0].split("next try ")[1]
     ), done.stderr
     assert re.fullmatch(r".* \(12 articles; next try \d{4}-\d\d-\d\d \d\d:\d\dZ\)", lines[0])
@@ -82,7 +82,7 @@ def test_given_up_articles_are_grouped_too(fs: FeedsyncEnv, server: LocalServer)
     fs.configure([feed], extract={"max_attempts": 1})
     stderr = fs.run("run").stderr
     assert (
-        f"127.0.0.1:{dead}: cannot connect: All connection attempts failed (12 articles; given up)"
+        f"127.0.0.1:{dead}: cannot connect: Connection refused (12 articles; given up)"
     ) in stderr, stderr
     assert "(attempt 1, given up)" in stderr  # the one 500
     assert stderr.rstrip().endswith("feedsync news --state failed|given-up")
@@ -95,7 +95,7 @@ def test_on_a_terminal_the_groups_come_after_the_bars(fs: FeedsyncEnv, server: L
     assert code == 0, output
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert text.count("cannot connect") == 1, text
-    assert f"127.0.0.1:{dead}: cannot connect: All connection attempts failed (12" in text
+    assert f"127.0.0.1:{dead}: cannot connect: Connection refused (12" in text
     assert "every failed article and why: feedsync news --state failed" in text
     assert "/lost/3" not in text
 
@@ -111,7 +111,7 @@ def test_the_daemon_logs_a_group_line_and_each_article_only_at_debug_level(
     wait_until(lambda: "(12 articles; next try" in daemon.output(), "the grouped line")
     assert daemon.stop() == 0
     log = daemon.output()
-    assert f"127.0.0.1:{dead}: cannot connect: All connection attempts failed (12 articles" in log
+    assert f"127.0.0.1:{dead}: cannot connect: Connection refused (12 articles" in log
     assert "/lost/" not in log, log  # each one is a debug line (journalctl FEED_URL=...)
 
 
