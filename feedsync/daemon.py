@@ -50,7 +50,7 @@ from feedsync import config as config_module
 from feedsync import logs, timestamps
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
-from feedsync.pipeline import Pass, has_work
+from feedsync.pipeline import Pass, has_work, load_pass_modules
 from feedsync.progress import ROOM_PROBLEMS, LogProgress
 from feedsync.records import RunStats
 from feedsync.storage import (
@@ -113,6 +113,7 @@ class Daemon:
             read_only = self.storage.status().card_read_only
             if read_only is not None:
                 self._card_read_only(read_only)
+            load_pass_modules()  # a broken install stops here, not at every pass
             scheduler = self._start_scheduler()
             log.info(
                 "feedsync daemon started: database %s, logging to %s, watchdog %s",

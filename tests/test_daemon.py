@@ -120,6 +120,29 @@ def test_the_daemon_speaks_sd_notify_and_ingests_until_told_to_stop(
     assert "Traceback" not in log
 
 
+def test_a_daemon_that_cannot_import_its_http_client_stops_at_start(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    notify: NotifySocket,
+    start_daemon: Callable[..., RunningDaemon],
+    tmp_path: Path,
+) -> None:
+    """What a pass runs on is imported before the daemon says it is ready: a broken
+    install (here httpx, shadowed by a module that fails to import) stops the service at
+    start with one line, where it used to say READY and then fail every pass."""
+    broken = tmp_path / "broken"
+    (broken / "httpx").mkdir(parents=True)
+    (broken / "httpx" / "__init__.py").write_text('raise ImportError("httpx is broken here")\n')
+    fs_card.configure([site.feed("f.xml", [Item("Story", site.page("story"))])], **FAST)
+    daemon = start_daemon(NOTIFY_SOCKET=str(notify.path), PYTHONPATH=str(broken))
+    wait_until(lambda: daemon.process.poll() is not None, "the daemon to stop", timeout=60)
+    assert daemon.process.returncode != 0
+    assert notify.said("READY=1") == 0
+    said = [line for line in daemon.output().splitlines() if "httpx is broken here" in line]
+    assert said and all("Traceback" not in line for line in said), daemon.output()
+    assert site.hits("/feeds/f.xml") == 0  # no poll was tried
+
+
 def test_the_daemon_and_a_cron_run_side_by_side(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:

@@ -48,6 +48,12 @@ def _fastfeedparser() -> ModuleType | None:
     return module
 
 
+def load() -> bool:
+    """Import fastfeedparser now rather than at the first document (the daemon's start:
+    :func:`feedsync.pipeline.load_pass_modules`); whether it can be used."""
+    return _fastfeedparser() is not None
+
+
 _ATOM_10 = "http://www.w3.org/2005/Atom feed"
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns# RDF"
 _FAST_ROOTS = frozenset({"rss", _ATOM_10, _RDF})
