@@ -399,8 +399,9 @@ def _parse(
 ) -> ParsedFeed | str:
     """The document parsed, on the parse thread, or why it is not a feed. The parsers
     (feedsync/parse/, with fastfeedparser's and feedparser's modules) are imported by the
-    first document a process reads, on that thread: a pass whose feeds all answer 304,
-    the daemon's usual pass and a no-op ``run``, never loads them (~10-20 ms of CPU here)."""
+    first document a process reads, on that thread: a ``run`` whose feeds all answer 304
+    never loads them (~10-20 ms of CPU here). The daemon has them already: it imports
+    them before its first pass (:func:`feedsync.pipeline.load_pass_modules`)."""
     from feedsync.parse import NotAFeed, parse_feed
 
     try:

@@ -125,7 +125,10 @@ class _ClosingServer:
             with conn:
                 request = b""
                 while b"\r\n\r\n" not in request:
-                    request += conn.recv(4096)
+                    received = conn.recv(4096)
+                    if not received:  # the client went away before asking
+                        break
+                    request += received
                 body = b"<rss/>"
                 conn.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\n"
