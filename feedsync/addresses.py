@@ -214,10 +214,13 @@ async def on_the_lan(host: str, connected: Mapping[str, str]) -> bool:
 
 class _Protocol(asyncio.Protocol):
     """A connection's incoming bytes, kept until :class:`_Stream` reads them, and its
-    state: whether the peer closed it, whether writes must wait (flow control)."""
+    state: whether the peer closed it, whether writes must wait (flow control). It holds
+    the connection's transport, the one place that knows it: after a TLS handshake
+    :meth:`_Stream.start_tls` puts the TLS layer there."""
+
+    transport: asyncio.Transport  # set by connection_made, before anything else is called
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
         self.chunks: collections.deque[bytes] = collections.deque()
         self.buffered = 0
         self.paused = False  # reading paused: the reader is behind
@@ -232,7 +235,7 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
         self.buffered += len(data)
-        if self.buffered > _READ_AHEAD and not self.paused and self.transport is not None:
+        if self.buffered > _READ_AHEAD and not self.paused:
             self.transport.pause_reading()  # the reader is behind: the kernel holds the rest
             self.paused = True
         self._wake()
@@ -276,18 +279,21 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _time_out(waiter: asyncio.Future[None], error: Exception) -> None:
+def _time_out(waiter: asyncio.Future[None], error: type[Exception], message: str) -> None:
     if not waiter.done():
-        waiter.set_exception(error)
+        waiter.set_exception(error(message))
 
 
-async def _wait(waiter: asyncio.Future[None], seconds: float | None, error: Exception) -> None:
-    """``waiter`` done, or ``error`` raised after ``seconds`` (a timer handle: cheaper
-    than a timeout scope, and a connection reads ~10 times per page)."""
+async def _wait(
+    waiter: asyncio.Future[None], seconds: float | None, error: type[Exception], message: str
+) -> None:
+    """``waiter`` done, or ``error(message)`` raised after ``seconds`` (a timer handle:
+    cheaper than a timeout scope, and a connection reads ~10 times per page; the error
+    is built only if the timer fires)."""
     if seconds is None:
         await waiter
         return
-    timer = asyncio.get_running_loop().call_later(seconds, _time_out, waiter, error)
+    timer = asyncio.get_running_loop().call_later(seconds, _time_out, waiter, error, message)
     try:
         await waiter
     finally:
@@ -305,8 +311,7 @@ class _Stream(httpcore.AsyncNetworkStream):
     table anew, with a getpeername(), each time; a poll() per idle connection after
     that)."""
 
-    def __init__(self, transport: asyncio.Transport, protocol: _Protocol):
-        self._transport = transport
+    def __init__(self, protocol: _Protocol):
         self._protocol = protocol
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
@@ -314,7 +319,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         if not protocol.chunks and not protocol.eof:
             protocol.waiter = asyncio.get_running_loop().create_future()
             try:
-                await _wait(protocol.waiter, timeout, httpcore.ReadTimeout("timed out reading"))
+                await _wait(protocol.waiter, timeout, httpcore.ReadTimeout, "timed out reading")
             finally:
                 protocol.waiter = None
         if protocol.chunks:
@@ -325,8 +330,8 @@ class _Stream(httpcore.AsyncNetworkStream):
             protocol.buffered -= len(chunk)
             if protocol.paused and protocol.buffered <= _READ_AHEAD:
                 protocol.paused = False
-                if not self._transport.is_closing():
-                    self._transport.resume_reading()
+                if not protocol.transport.is_closing():
+                    protocol.transport.resume_reading()
             return chunk
         if protocol.error is not None:
             raise httpcore.ReadError(_reason(protocol.error))
@@ -336,17 +341,17 @@ class _Stream(httpcore.AsyncNetworkStream):
         if not buffer:
             return
         protocol = self._protocol
-        if self._transport.is_closing() or protocol.error is not None:
+        if protocol.transport.is_closing() or protocol.error is not None:
             raise httpcore.WriteError("the connection is closed")
-        self._transport.write(buffer)
+        protocol.transport.write(buffer)
         drained = protocol.drained
         if drained is not None and not drained.done():  # the kernel's buffer is full
-            await _wait(drained, timeout, httpcore.WriteTimeout("timed out writing"))
+            await _wait(drained, timeout, httpcore.WriteTimeout, "timed out writing")
             if protocol.error is not None:
                 raise httpcore.WriteError(_reason(protocol.error))
 
     async def aclose(self) -> None:
-        self._transport.close()
+        self._protocol.transport.close()
 
     async def start_tls(
         self,
@@ -355,35 +360,40 @@ class _Stream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> httpcore.AsyncNetworkStream:
         context = trusting(ssl_context)  # the CA certificates, before the first handshake
+        protocol = self._protocol
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):  # (asyncio's own would say "aborted")
                 transport = await loop.start_tls(
-                    self._transport, self._protocol, context, server_hostname=server_hostname
+                    protocol.transport, protocol, context, server_hostname=server_hostname
                 )
         except TimeoutError as exc:
-            self._transport.close()
+            protocol.transport.close()
             raise httpcore.ConnectTimeout(f"TLS handshake timed out: {exc}") from exc
         except OSError as exc:  # ssl.SSLError is one
-            self._transport.close()
+            protocol.transport.close()
             raise httpcore.ConnectError(_reason(exc)) from exc
         if transport is None:  # the connection closed during the handshake
             raise httpcore.ConnectError("the connection closed during the TLS handshake")
-        self._protocol.transport = transport  # flow control now pauses the TLS layer
-        return _Stream(transport, self._protocol)
+        # asyncio does not call connection_made again for the TLS layer: the protocol is
+        # told here, so that its flow control pauses that layer and reads and writes go
+        # through it
+        protocol.transport = transport
+        return _Stream(protocol)
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
             protocol = self._protocol
-            return bool(protocol.chunks) or protocol.eof or self._transport.is_closing()
+            return bool(protocol.chunks) or protocol.eof or protocol.transport.is_closing()
+        transport = self._protocol.transport
         if info == "ssl_object":
-            return self._transport.get_extra_info("ssl_object")
+            return transport.get_extra_info("ssl_object")
         if info == "client_addr":
-            return self._transport.get_extra_info("sockname")
+            return transport.get_extra_info("sockname")
         if info == "server_addr":
-            return self._transport.get_extra_info("peername")
+            return transport.get_extra_info("peername")
         if info == "socket":
-            return self._transport.get_extra_info("socket")
+            return transport.get_extra_info("socket")
         return None
 
 
@@ -410,4 +420,4 @@ async def _connect(
         raise httpcore.ConnectError(_reason(exc)) from exc
     for option in socket_options or ():  # (httpx asks for none; asyncio sets TCP_NODELAY)
         transport.get_extra_info("socket").setsockopt(*option)
-    return _Stream(transport, protocol)
+    return _Stream(protocol)

@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpcore
 import pytest
 
 from feedsync import addresses, fetch
@@ -150,7 +151,10 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
             while not server.closed.is_set():  # the server hung up after answering
                 assert asyncio.get_running_loop().time() < deadline, "the server never closed"
                 await asyncio.sleep(0.01)
-            await asyncio.sleep(0)  # one turn of the loop: the transport reads the end
+            # the end is in this side's kernel already (the server closed before it set
+            # the event); the loop hands it to the transport at its next look at the
+            # sockets, which the request passes through before the pool asks
+            await asyncio.sleep(0)
             server.closed.clear()
             return [first, await get(server.url)(client)]
 
@@ -161,6 +165,30 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
     assert [a.status for a in answers] == [200, 200]
     assert answers[1].body == b"<rss/>"
     assert server.connections == 2  # a new connection, not the closed one
+
+
+def test_a_read_that_gets_nothing_in_its_time_is_httpcores_read_timeout() -> None:
+    """httpcore gives each read of a connection a timeout and expects its ReadTimeout
+    when nothing comes, and the pool then drops the connection. (feedsync's fetches
+    reach their whole deadline first; this is what the connection owes httpcore.)"""
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+
+    async def main() -> str:
+        backend = addresses.GuardedBackend(allow_private=True)
+        stream = await backend.connect_tcp("127.0.0.1", silent.getsockname()[1], timeout=5)
+        try:
+            await stream.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", timeout=5)
+            with pytest.raises(httpcore.ReadTimeout) as timed_out:
+                await stream.read(4096, timeout=0.2)
+            return str(timed_out.value)
+        finally:
+            await stream.aclose()
+
+    try:
+        said = asyncio.run(main())
+    finally:
+        silent.close()
+    assert said == "timed out reading"
 
 
 def test_a_large_body_arrives_whole_through_the_read_ahead_limit(server: LocalServer) -> None:
