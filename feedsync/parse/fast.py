@@ -48,10 +48,11 @@ def _fastfeedparser() -> ModuleType | None:
     return module
 
 
-def load() -> bool:
+def load() -> None:
     """Import fastfeedparser now rather than at the first document (the daemon's start:
-    :func:`feedsync.pipeline.load_pass_modules`); whether it can be used."""
-    return _fastfeedparser() is not None
+    :func:`feedsync.pipeline.load_pass_modules`). Where it cannot be imported, feedparser
+    reads every document, as it would have at the first one."""
+    _fastfeedparser()
 
 
 _ATOM_10 = "http://www.w3.org/2005/Atom feed"
