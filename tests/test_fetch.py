@@ -104,6 +104,27 @@ def test_polls_of_one_host_share_a_connection_whether_200_or_304(server: LocalSe
     assert server.connections == 1
 
 
+def test_a_cookie_a_response_sets_goes_with_the_next_request_of_the_pass(
+    server: LocalServer,
+) -> None:
+    """Some sites answer a first visit with a cookie (consent, a load balancer's pin) and
+    expect it back. The client keeps what a response sets for the rest of its pass, as
+    httpx's jar does (feedsync's skips only the responses that set nothing)."""
+    first = server.set("/consent", "<html>ok</html>", headers={"Set-Cookie": "seen=yes; Path=/"})
+    plain = server.set("/plain", "<html>plain</html>")
+    after = server.set("/after", "<html>after</html>")
+
+    async def main() -> None:
+        async with fetch.make_client(timeout=5, concurrency=4) as client:
+            await get(plain)(client)
+            assert "Cookie" not in server.headers["/plain"]
+            await get(first)(client)
+            await get(after)(client)
+
+    asyncio.run(main())
+    assert server.headers["/after"].get("Cookie") == "seen=yes"
+
+
 class _ClosingServer:
     """A keep-alive server on 127.0.0.1 that answers one request per connection and then
     closes it without a word (no ``Connection: close``), as servers do with an idle
