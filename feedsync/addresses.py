@@ -7,7 +7,8 @@ an article may be too when one of its feeds is (:func:`on_the_lan`), or with
 ``[fetch] allow_private``. fetch.py builds its clients on :class:`GuardedTransport`.
 
 The connections themselves are here too (:class:`_Stream`): httpcore's network stream on
-asyncio's own transport, the cheapest way under httpx's pool to read and write a socket.
+asyncio's own transport, the cheapest way under feedsync's pool (feedsync/pool.py) to
+read and write a socket.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpcore
 import httpx
+
+from feedsync.pool import ConnectionPool
 
 
 class PrivateAddressRefused(httpcore.ConnectError):
@@ -145,6 +148,7 @@ def ssl_context() -> ssl.SSLContext:
     settings as ``ssl.create_default_context()`` (what httpx builds): hostname checked,
     certificate required."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.set_alpn_protocols(["http/1.1"])  # all feedsync/pool.py speaks
     keylog = os.environ.get("SSLKEYLOGFILE")
     if keylog and not sys.flags.ignore_environment:
         context.keylog_filename = keylog
@@ -179,14 +183,15 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         self, *, allow_private: bool, limits: httpx.Limits, connected: dict[str, str] | None
     ):
         super().__init__(limits=limits, verify=ssl_context())
-        # httpx builds its httpcore pool without a network backend option; rebuild it
-        # with ours (tests/test_fetch.py fails loudly should httpx change this).
-        self._pool = httpcore.AsyncConnectionPool(
+        # httpx sends every request to its ``_pool``: feedsync's own, on the guarded
+        # backend (feedsync/pool.py says why). Should httpx stop doing so, the tests of
+        # refused private addresses (test_fetch.py) and of the pool (test_pool.py) fail.
+        self._pool = ConnectionPool(  # type: ignore[assignment]
+            backend=GuardedBackend(allow_private, connected),
             ssl_context=ssl_context(),
             max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
+            max_keepalive=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(allow_private, connected),
         )
 
 
@@ -304,8 +309,8 @@ class _Stream(httpcore.AsyncNetworkStream):
     """A connection on asyncio's own transport, for httpcore: what its anyio stream does,
     without anyio's layers on every read and write (a task-group-aware timeout scope
     each, a stream wrapper over asyncio's transport), ~15% of a pass's CPU when every
-    feed answers 304, start-up excluded. Before each request the connection pool asks
-    every idle connection whether the server has closed it ("is_readable"): the
+    feed answers 304, start-up excluded. Before it reuses an idle connection the pool
+    (feedsync/pool.py) asks whether the server has closed it ("is_readable"): the
     transport has already read whatever arrived (bytes or the end), so that is a look at
     the buffer, not a system call (httpcore's anyio stream built the socket's attribute
     table anew, with a getpeername(), each time; a poll() per idle connection after
