@@ -13,9 +13,13 @@ request and at every close. This pool does what feedsync asks of one and no more
   request's ``pool`` timeout), and at most ``max_connections`` connections open, idle
   ones included: an idle one is closed, oldest first, to make room for a new one;
 - an idle connection is kept for the next request to its origin (scheme, host, port), at
-  most ``max_keepalive`` of them, for at most ``keepalive_expiry`` seconds; one the
-  server has closed meanwhile is never reused (its end is already in the buffer of
-  :class:`feedsync.addresses._Stream`, so that is a look, not a system call).
+  most ``max_keepalive`` of them, and reused only within ``keepalive_expiry`` seconds of
+  its last answer; one the server has closed meanwhile is never reused (its end is
+  already in the buffer of :class:`feedsync.addresses._Stream`, so that is a look, not a
+  system call). An idle connection is closed when a request finds it expired, when room
+  is needed, or when the client closes at the end of its pass; the server closing it
+  closes it too (asyncio's transport closes on the end). Nothing walks the idle ones at
+  every request, as httpcore did.
 
 The connections themselves are httpcore's (:class:`httpcore.AsyncHTTP11Connection`: h11,
 the protocol), made by :class:`feedsync.addresses.GuardedBackend`; every error a request
@@ -105,15 +109,22 @@ class ConnectionPool:
     async def _connection_for(self, request: httpcore.Request) -> Connection:
         """An idle connection to the request's origin, or a new one."""
         origin = request.url.origin
+        found: Connection | None = None
+        expired: list[Connection] = []
         for index in range(len(self._idle) - 1, -1, -1):  # the most recent first
             connection = self._idle[index]
             if not connection.can_handle_request(origin):
                 continue
             del self._idle[index]
             if connection.has_expired():  # its time is up, or the server closed it
-                await connection.aclose()
+                expired.append(connection)
                 continue
-            return connection
+            found = connection
+            break
+        for connection in expired:  # after the walk: no await while the list is walked
+            await connection.aclose()
+        if found is not None:
+            return found
         while self._idle and len(self._idle) + self._busy > self._max_connections:
             await self._idle.pop(0).aclose()  # room for the new one: the oldest idle goes
         timeout = request.extensions.get("timeout", {}).get("connect")

@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+import httpcore
 import httpx
 import pytest
 
-from feedsync import fetch
+from feedsync import addresses, fetch
 from feedsync.localserver import LocalServer
+from feedsync.pool import ConnectionPool
 
 
 async def _get(client: httpx.AsyncClient, url: str, deadline: float = 10.0) -> fetch.Response:
@@ -153,3 +155,39 @@ def test_connections_kept_open_never_exceed_the_concurrency(
 
     assert asyncio.run(main()) == 2
     assert [s.connections for s in three_servers] == [1, 1, 1]
+
+
+def test_an_idle_connection_past_its_keepalive_time_is_not_reused(server: LocalServer) -> None:
+    """A server forgets an idle connection after its own keep-alive time; one idle longer
+    than ``keepalive_expiry`` is closed and a new one made, not sent into."""
+    url = server.set("/feed.xml", "<rss/>", "application/rss+xml")
+    pool = ConnectionPool(
+        backend=addresses.GuardedBackend(allow_private=True),
+        ssl_context=addresses.ssl_context(),
+        max_connections=2,
+        max_keepalive=2,
+        keepalive_expiry=1.0,  # the second request comes well within it, even on a busy machine
+    )
+
+    async def get_once() -> int:
+        host = url.split("/")[2].encode("ascii")
+        request = httpcore.Request("GET", url, headers=[(b"Host", host)])
+        response = await pool.handle_async_request(request)
+        try:
+            async for _ in response.stream:  # type: ignore[union-attr]
+                pass
+        finally:
+            await response.stream.aclose()  # type: ignore[union-attr]
+        return response.status
+
+    async def main() -> list[int]:
+        statuses = [await get_once(), await get_once()]  # the second within its time
+        reused = server.connections
+        await asyncio.sleep(1.2)  # the keep-alive time (1 s) is over: a matter of time alone
+        statuses.append(await get_once())
+        await pool.aclose()
+        assert reused == 1
+        return statuses
+
+    assert asyncio.run(main()) == [200, 200, 200]
+    assert server.connections == 2
