@@ -21,6 +21,28 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 
+def send_answer(
+    request: BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    content_type: str | None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """A whole answer, with its Content-Length (none and no body for a 304): what the
+    server's table sends, and what a test's own handler (``Resource.handler``, a server
+    of its own) sends when it has done whatever it is there to do."""
+    request.send_response(status)
+    if content_type:
+        request.send_header("Content-Type", content_type)
+    for name, value in (headers or {}).items():
+        request.send_header(name, value)
+    if status != 304:
+        request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    if status != 304:
+        request.wfile.write(body)
+
+
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
     # socketserver's default listen backlog is 5: a pass opening 8 connections at once
@@ -154,7 +176,7 @@ class LocalServer:
             self.hits[key] += 1
             self.headers[key] = dict(request.headers.items())
         if resource is None:
-            self._send(request, 404, b"not found", "text/plain", {})
+            send_answer(request, 404, b"not found", "text/plain")
             return
         if resource.delay:
             time.sleep(resource.delay)
@@ -168,9 +190,9 @@ class LocalServer:
             if self._fresh(request, resource):
                 with self._lock:
                     self.not_modified[key] += 1
-                self._send(request, 304, b"", None, headers)
+                send_answer(request, 304, b"", None, headers)
                 return
-        self._send(request, resource.status, resource.body, resource.content_type, headers)
+        send_answer(request, resource.status, resource.body, resource.content_type, headers)
 
     @staticmethod
     def _fresh(request: BaseHTTPRequestHandler, resource: Resource) -> bool:
@@ -184,22 +206,3 @@ class LocalServer:
             except (TypeError, ValueError):
                 return False
         return False
-
-    @staticmethod
-    def _send(
-        request: BaseHTTPRequestHandler,
-        status: int,
-        body: bytes,
-        content_type: str | None,
-        headers: dict[str, str],
-    ) -> None:
-        request.send_response(status)
-        if content_type:
-            request.send_header("Content-Type", content_type)
-        for name, value in headers.items():
-            request.send_header(name, value)
-        if status != 304:
-            request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        if status != 304:
-            request.wfile.write(body)

@@ -19,7 +19,7 @@ import httpcore
 import pytest
 
 from feedsync import addresses, fetch
-from feedsync.localserver import LocalServer
+from feedsync.localserver import LocalServer, send_answer
 
 T = TypeVar("T")
 
@@ -428,11 +428,7 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     class Feed(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             body = b"<rss><channel><title>over TLS</title></channel></rss>"
-            self.send_response(200)
-            self.send_header("Content-Type", "application/rss+xml")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_answer(self, 200, body, "application/rss+xml")
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from feedsync import addresses, fetch
-from feedsync.localserver import LocalServer
+from feedsync.localserver import LocalServer, send_answer
 from feedsync.pool import ConnectionPool
 
 
@@ -76,12 +76,7 @@ class _Gate:
         self.release.wait(10)
         with self.lock:
             self.held -= 1
-        body = b"<rss/>"
-        request.send_response(200)
-        request.send_header("Content-Type", "application/rss+xml")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        send_answer(request, 200, b"<rss/>", "application/rss+xml")
 
 
 def test_no_more_requests_at_once_than_the_concurrency(server: LocalServer) -> None:
