@@ -53,7 +53,8 @@ class ConnectionPool:
     ):
         self._backend = backend
         self._ssl_context = ssl_context
-        self._max_connections = max_connections or 100  # httpx's Limits: None = no limit
+        # feedsync always gives its concurrency; httpx's None (no limit) is taken as 100
+        self._max_connections = max_connections or 100
         self._max_keepalive = self._max_connections if max_keepalive is None else max_keepalive
         self._keepalive_expiry = keepalive_expiry
         self._turns = asyncio.Semaphore(self._max_connections)
