@@ -26,9 +26,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import anyio
-import anyio.lowlevel
-import anyio.to_thread
 import httpcore
 import httpx
 
@@ -61,8 +58,13 @@ def is_private_address(address: str) -> bool:
 
 
 async def resolve(host: str, port: int = 443) -> list[str]:
-    """The addresses ``host`` resolves to (an IP literal: itself)."""
-    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    """The addresses ``host`` resolves to (an IP literal: itself), asked on the event
+    loop's executor thread (``host`` is canonical already: ASCII, IDNA-encoded)."""
+    try:  # bytes: the standard library's IDNA codec (and stringprep) is not loaded
+        name: str | bytes = host.encode("ascii")
+    except UnicodeEncodeError:
+        name = host
+    infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
@@ -104,7 +106,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            with anyio.fail_after(timeout):
+            async with asyncio.timeout(timeout):
                 addresses = await resolve(host, port)
         except (OSError, TimeoutError) as exc:
             raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc

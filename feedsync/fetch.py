@@ -32,9 +32,6 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
-import anyio.lowlevel
-import anyio.to_thread
 import httpx
 import sniffio
 
@@ -145,17 +142,18 @@ class _Cookies(httpx.Cookies):
 
 async def warm_up() -> None:
     """What the first request of a process would otherwise do between its turn and its
-    send: anyio loads its event-loop backend and starts its worker thread (name
-    resolution) on first use, tens of milliseconds on a busy machine. Done before any
-    turn is taken, so that a request leaves when its turn says.
+    send: start the event loop's executor thread, on which names are resolved (tens of
+    milliseconds on a busy machine). Done before any turn is taken, so that a request
+    leaves when its turn says.
 
     It also tells sniffio that asyncio runs here, for this task and the tasks it starts
-    (they copy its context): httpcore and anyio ask sniffio at every lock, event and
-    cancel scope they set up, several per request, and without the answer given, sniffio
-    looked for the running asyncio task each time (~2-3% of a pass of 304s)."""
+    (they copy its context): httpcore asks sniffio at the cancel scopes it sets up on its
+    error paths, and without the answer given, sniffio looked for the running asyncio task
+    each time. (anyio's event-loop backend, ~20 ms of CPU to load, is not loaded at all
+    on the common path: the pool's connections lock with asyncio's own lock,
+    feedsync/pool.py, and names are resolved by the loop.)"""
     sniffio.current_async_library_cvar.set("asyncio")
-    await anyio.lowlevel.checkpoint()
-    await anyio.to_thread.run_sync(lambda: None)
+    await asyncio.get_running_loop().run_in_executor(None, lambda: None)
 
 
 # ---------------------------------------------------------------- hints
