@@ -118,9 +118,10 @@ def test_canonicalisation_never_raises_and_is_idempotent(link: str, base: str | 
 
 
 # ---------------------------------------------------------------- the plain-ASCII fast path
-# canonical_url skips w3lib's safe_url_string for a URL of plain ASCII characters and
-# urljoin for an absolute link. Both shortcuts must give exactly what the long way gives:
-# resolve with urljoin, then make a URI with w3lib (the fast path shut off).
+# canonical_url takes a link of the common shape the short way (canonical._simple), skips
+# w3lib's safe_url_string for a URL of plain ASCII characters and urljoin for an absolute
+# link. Every shortcut must give exactly what the long way gives: resolve with urljoin,
+# then make a URI with w3lib (the shortcuts shut off).
 
 PLAIN = "abcXYZ019-._~:/?@!$&()*+,;=%"
 plain_urls = st.builds(
@@ -146,6 +147,7 @@ def _the_long_way(link: str, base: str | None, monkeypatch: pytest.MonkeyPatch) 
         return None  # rules of canonical_url's own, before any resolving
     with monkeypatch.context() as patch:
         patch.setattr(canonical, "_PLAIN_URI", re.compile(r"(?!)"))  # never plain
+        patch.setattr(canonical, "_SIMPLE", re.compile(r"(?!)"))  # never simple
         return canonical_url(urljoin(base, stripped) if base else stripped)
 
 
@@ -171,3 +173,35 @@ def test_the_fast_path_on_every_link_of_the_corpus() -> None:
                 assert canonical_url(link, base) == _the_long_way(link, base, monkeypatch), link
                 links += 1
     assert links > 1000
+
+
+simple_urls = st.builds(
+    lambda scheme, host, port, path, query: f"{scheme}://{host}{port}{path}{query}",
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["news.example.com", "127.0.0.1", "a-b.example", "x", "9.example", "a..b"]),
+    st.sampled_from(["", ":80", ":443", ":8080", ":0080", ":0", ":65535", ":65536", ":99999"]),
+    st.text(alphabet="abZ09-._~/", max_size=40).map(lambda t: "/" + t if t else t),
+    st.one_of(
+        st.just(""),
+        st.text(alphabet="aZ09-._~=&+,:/", max_size=30).map(lambda t: "?" + t),
+        st.sampled_from(["?utm_source=rss&id=7", "?fbclid=1", "?id=7&UTM_medium=x", "?&&"]),
+    ),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(link=simple_urls, base=st.sampled_from([None, FEED]))
+def test_the_common_shape_gives_what_the_general_way_gives(link: str, base: str | None) -> None:
+    """The short way for the common link (most of a feed's), or no answer: never another."""
+    simple = canonical._simple(link)
+    assert simple is None or simple == canonical._general(link, base)
+
+
+def test_the_common_link_takes_the_short_way() -> None:
+    """The links most feeds carry do have the common shape (else the short way is dead)."""
+    for link, expected in [
+        ("https://news.example.com/2026/11/27/story-1.html", None),
+        ("http://127.0.0.1:8080/a/b?id=7&utm_source=rss", "http://127.0.0.1:8080/a/b?id=7"),
+        ("https://example.com:443", "https://example.com/"),
+    ]:
+        assert canonical._simple(link) == (expected or link)
