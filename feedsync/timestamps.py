@@ -41,10 +41,21 @@ def now() -> datetime:
 
 
 def to_iso(moment: datetime) -> str:
-    """Format an aware datetime as stored; naive datetimes are taken as UTC."""
+    """Format an aware datetime as stored; naive datetimes are taken as UTC. (By hand,
+    not ``strftime(FORMAT)``, which builds a time tuple: ~1.6 times the CPU, and an
+    entry's date is formatted on every poll that reads it.)"""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(FORMAT)
+    elif moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (the fastest spelling)
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+    )
 
 
 def from_iso(text: str) -> datetime:
