@@ -129,6 +129,11 @@ class LocalServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: http.server writes the headers and then the body, and Nagle's
+            # algorithm held the body until the client acknowledged the headers, which
+            # its delayed ACK does after ~40 ms: every answer came ~40 ms late, a stall
+            # no real news server (one write, or TCP_CORK) puts on a request
+            disable_nagle_algorithm = True
 
             def setup(self) -> None:
                 super().setup()
