@@ -177,14 +177,17 @@ def _simple(link: str) -> str | None:
     if match is None:
         return None
     scheme, host, port, path, query = match.groups()
-    if port is not None:
-        number = int(port)
-        if number > 65535:
-            return None
-        if number != _DEFAULT_PORTS[scheme]:
-            host = f"{host}:{number}"
-    query = _clean_query(query) if query else ""
-    return f"{scheme}://{host}{path or '/'}?{query}" if query else f"{scheme}://{host}{path or '/'}"
+    number = None if port is None else int(port)
+    if number is not None and number > 65535:
+        return None
+    url = f"{scheme}://{_netloc(scheme, host, number)}{path or '/'}"
+    query = _clean_query(query or "")
+    return f"{url}?{query}" if query else url
+
+
+def _netloc(scheme: str, host: str, port: int | None) -> str:
+    """The host, with its port unless that is the scheme's default."""
+    return host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
 
 def _canonical(link: str, base: str | None) -> str | None:
@@ -221,7 +224,7 @@ def _general(link: str, base: str | None) -> str | None:
         return None
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
-    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    netloc = _netloc(scheme, host, port)
     path = _remove_dot_segments(_normalise_escapes(safe.path)) or "/"
     if path.endswith(";") and ";" not in path[path.rfind("/") + 1 : -1]:
         # an empty ";params" on the last segment, which urljoin drops from an absolute
