@@ -11,9 +11,10 @@ Feeds and pages come from the hostile internet, so every request:
   recorded (see ``Response.moved_to``; ``decide.redirect`` rules on captive portals);
 - names feedsync in its User-Agent and offers gzip and deflate only.
 
-Article links are attacker-controlled: the clients connect through
-feedsync/addresses.py's guarded transport, which refuses private addresses for article
-pages (unless their feed is on the LAN) and connects to the very address it checked.
+Links are attacker-controlled: every request carries a :class:`feedsync.guard.Guard`
+(where it may connect, hop by hop), which feedsync's transport (feedsync/transport.py)
+applies to every connection it makes or reuses, and in which it records the peer address
+that served each hop (``Response.peer``: what the LAN rules are decided from).
 
 Failures come back as :class:`FetchError` with a one-line reason fit for
 ``feeds.last_error``. When a request may go to its host (the cap, the spacing, a host's
@@ -23,7 +24,6 @@ block) is feedsync/hosts.py's concern, not this module's.
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 import zlib
 from dataclasses import dataclass
@@ -33,12 +33,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import sniffio
 
 from feedsync import __version__, timestamps
-from feedsync.addresses import ORIGIN, GuardedTransport, PrivateAddressRefused
 from feedsync.canonical import host_of
 from feedsync.config import DEFAULT_USER_AGENT
+from feedsync.connect import TrustStoreMissing
+from feedsync.guard import EXTENSION, Guard, PrivateAddressRefused
+from feedsync.transport import Transport
 
 MAX_REDIRECTS = 5
 ACCEPT_ENCODING = "gzip, deflate"  # what we decompress ourselves, with a bounded output
@@ -92,6 +93,7 @@ class Response:
     max_age: timedelta | None = None  # Cache-Control max-age: "fresh for this long"
     moved_to: str | None = None  # where the leading permanent redirects (301/308) lead
     moved_by_308: bool = False  # ... and every one of them was a 308
+    peer: str | None = None  # the address that served the body (the last hop's)
 
     @property
     def not_modified(self) -> bool:
@@ -103,56 +105,30 @@ def user_agent(template: str = DEFAULT_USER_AGENT) -> str:
 
 
 def make_client(
-    timeout: float,
-    concurrency: int,
-    *,
-    allow_private: bool = True,
-    agent: str = DEFAULT_USER_AGENT,
-    connected: dict[str, str] | None = None,
+    timeout: float, concurrency: int, *, agent: str = DEFAULT_USER_AGENT
 ) -> httpx.AsyncClient:
-    """One client per pass and policy: connection reuse across feeds and pages of a host.
-    ``connected``: the feeds client's record of where each host was reached (see
-    :class:`GuardedBackend`)."""
+    """One client per pass: connection reuse across feeds and pages of a host. Where
+    each request may connect is its own :class:`Guard`'s, not the client's.
+
+    feedsync connects directly: ``HTTP(S)_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` are not
+    used (``trust_env=False``; a proxy would hide the address the LAN rules are decided
+    from), and neither is ``.netrc``."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = httpx.AsyncClient(
+    return httpx.AsyncClient(
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
         timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
         headers={"User-Agent": user_agent(agent), "Accept-Encoding": ACCEPT_ENCODING},
-        transport=GuardedTransport(allow_private=allow_private, limits=limits, connected=connected),
+        transport=Transport(limits=limits),
+        trust_env=False,
     )
-    # httpx's setter would wrap the jar in a plain Cookies again: the attribute itself
-    # (tests/test_fetch.py checks that a cookie set by one response goes with the next)
-    client._cookies = _Cookies()
-    return client
-
-
-class _Cookies(httpx.Cookies):
-    """The client's cookie jar, which reads a response only when it sets a cookie.
-
-    httpx hands every response to the standard library's cookie machinery (a urllib
-    request and response built around it, the policy asked), ~7% of a pass of 304s,
-    although a feed server almost never sets a cookie. A response without Set-Cookie
-    has nothing for the jar; one with it goes through httpx's own code, unchanged."""
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        if "set-cookie" in response.headers:
-            super().extract_cookies(response)
 
 
 async def warm_up() -> None:
     """What the first request of a process would otherwise do between its turn and its
     send: start the event loop's executor thread, on which names are resolved (tens of
     milliseconds on a busy machine). Done before any turn is taken, so that a request
-    leaves when its turn says.
-
-    It also tells sniffio that asyncio runs here, for this task and the tasks it starts
-    (they copy its context): httpcore asks sniffio at the cancel scopes it sets up on its
-    error paths, and without the answer given, sniffio looked for the running asyncio task
-    each time. (anyio's event-loop backend, ~20 ms of CPU to load, is not loaded at all
-    on the common path: the pool's connections lock with asyncio's own lock,
-    feedsync/pool.py, and names are resolved by the loop.)"""
-    sniffio.current_async_library_cvar.set("asyncio")
+    leaves when its turn says."""
     await asyncio.get_running_loop().run_in_executor(None, lambda: None)
 
 
@@ -190,11 +166,16 @@ def retry_after(value: str | None, now: datetime) -> timedelta | None:
 # ---------------------------------------------------------------- the request
 
 
-def _describe(exc: Exception, timeout: float) -> str:
+def _describe(exc: Exception, elapsed: float) -> str:
+    """The one-line reason, with the time it really took where it timed out."""
     if isinstance(exc, httpx.TooManyRedirects):
         return f"more than {MAX_REDIRECTS} redirects"
+    if isinstance(exc, TrustStoreMissing):
+        return str(exc)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"cannot connect: {exc}"
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
-        return f"timed out after {timeout:g}s"
+        return f"timed out after {elapsed:.1f}s"
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect: {exc or type(exc).__name__}"
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
@@ -276,43 +257,35 @@ async def get(
     accept: str,
     etag: str | None = None,
     last_modified: str | None = None,
+    guard: Guard,
 ) -> Response:
-    """GET ``url`` within ``deadline`` seconds in all; 200 and 304 come back as a
-    :class:`Response`, the rest as FetchError."""
+    """GET ``url`` within ``deadline`` seconds in all, where ``guard`` allows; 200 and
+    304 come back as a :class:`Response`, the rest as FetchError."""
     headers = {"Accept": accept}
     if etag:
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
-    origin = ORIGIN.set(_host(url))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     try:
         async with asyncio.timeout(deadline):
-            return await _get(client, url, headers, max_bytes)
+            return await _get(client, url, headers, max_bytes, guard)
     except FetchError:
         raise
+    except PrivateAddressRefused as exc:
+        raise FetchError(str(exc), permanent=True) from None
+    except TrustStoreMissing as exc:
+        raise FetchError(str(exc)) from None
     except httpx.ConnectError as exc:
-        if isinstance(exc.__cause__, PrivateAddressRefused):
-            raise FetchError(str(exc.__cause__), permanent=True) from None
-        raise FetchError(_describe(exc, deadline), unreachable=_failed_origin(exc)) from None
+        reason = _describe(exc, loop.time() - started)
+        raise FetchError(reason, unreachable=_failed_origin(exc)) from None
     except (httpx.HTTPError, TimeoutError, OSError) as exc:
-        raise FetchError(_describe(exc, deadline)) from None
+        raise FetchError(_describe(exc, loop.time() - started)) from None
     except httpx.InvalidURL as exc:
         # the link itself, or a redirect's Location (``http://0177.0.0.1/``, a host name
         # IDNA refuses): it will not become valid by asking again
         raise FetchError(f"not a valid URL: {exc}".splitlines()[0], permanent=True) from None
-    finally:
-        ORIGIN.reset(origin)
-
-
-@functools.lru_cache(maxsize=4096)
-def _host(url: str) -> str | None:
-    """The host as the connection sees it (IDNA, no brackets); None when there is none.
-    Cached: the daemon asks for the same feed URLs every pass, and parsing one into an
-    httpx URL is ~3% of a pass of 304s."""
-    try:
-        return httpx.URL(url).raw_host.decode("ascii") or None
-    except (httpx.InvalidURL, UnicodeError):
-        return None
 
 
 def _failed_origin(exc: httpx.ConnectError) -> str | None:
@@ -338,9 +311,10 @@ def origin_of(url: str) -> str:
 
 
 async def _get(
-    client: httpx.AsyncClient, url: str, headers: dict[str, str], max_bytes: int
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], max_bytes: int, guard: Guard
 ) -> Response:
-    async with client.stream("GET", url, headers=headers) as response:
+    extensions = {EXTENSION: guard}
+    async with client.stream("GET", url, headers=headers, extensions=extensions) as response:
         status = response.status_code
         moved_to, by_308 = _moved(response)
         common = {
@@ -350,10 +324,11 @@ async def _get(
             "max_age": max_age(response.headers.get("cache-control")),
             "moved_to": moved_to,
             "moved_by_308": by_308,
+            "peer": guard.peer,
         }
         if status == 304:
             # Read to its end (a 304 has no body: h11 reads none, whatever the headers
-            # say), or httpcore closes the connection instead of keeping it for the next
+            # say), or the pool closes the connection instead of keeping it for the next
             # feed of the host: a new connection for every feed of a steady-state pass.
             async for _ in response.aiter_raw():
                 pass

@@ -31,6 +31,7 @@ from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
 from feedsync.context import HELD_SLOTS, PassContext, unexpected
 from feedsync.group_commit import GroupCommit
+from feedsync.guard import Guard
 from feedsync.hosts import HostBlocked
 from feedsync.records import (
     GONE,
@@ -224,6 +225,7 @@ class FeedPolls:
                         accept=fetch.FEED_ACCEPT,
                         etag=feed.etag,
                         last_modified=feed.last_modified,
+                        guard=Guard.feed(),
                     )
             except HostBlocked:  # it said 429/503 while this feed waited for its turn
                 await c.on_lane(c.storage.release_feed, feed.id, c.owner)

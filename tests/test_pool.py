@@ -13,18 +13,23 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-import httpcore
 import httpx
 import pytest
 
-from feedsync import addresses, fetch
+from feedsync import fetch
+from feedsync.guard import Guard
 from feedsync.localserver import LocalServer, send_answer
-from feedsync.pool import ConnectionPool
+from feedsync.transport import Transport
 
 
 async def _get(client: httpx.AsyncClient, url: str, deadline: float = 10.0) -> fetch.Response:
     return await fetch.get(
-        client, url, max_bytes=1_000_000, deadline=deadline, accept=fetch.FEED_ACCEPT
+        client,
+        url,
+        max_bytes=1_000_000,
+        deadline=deadline,
+        accept=fetch.FEED_ACCEPT,
+        guard=Guard.feed(),
     )
 
 
@@ -156,31 +161,22 @@ def test_an_idle_connection_past_its_keepalive_time_is_not_reused(server: LocalS
     """A server forgets an idle connection after its own keep-alive time; one idle longer
     than ``keepalive_expiry`` is closed and a new one made, not sent into."""
     url = server.set("/feed.xml", "<rss/>", "application/rss+xml")
-    pool = ConnectionPool(
-        backend=addresses.GuardedBackend(allow_private=True),
-        ssl_context=addresses.ssl_context(),
-        max_connections=2,
-        max_keepalive=2,
-        keepalive_expiry=1.0,  # the second request comes well within it, even on a busy machine
-    )
-
-    async def get_once() -> int:
-        host = url.split("/")[2].encode("ascii")
-        request = httpcore.Request("GET", url, headers=[(b"Host", host)])
-        response = await pool.handle_async_request(request)
-        try:
-            async for _ in response.stream:  # type: ignore[union-attr]
-                pass
-        finally:
-            await response.stream.aclose()  # type: ignore[union-attr]
-        return response.status
+    # the transport as fetch.make_client builds it, with a keep-alive time of its own
+    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2, keepalive_expiry=1.0)
+    # (1 s: the second request comes well within it, even on a busy machine)
 
     async def main() -> list[int]:
-        statuses = [await get_once(), await get_once()]  # the second within its time
-        reused = server.connections
-        await asyncio.sleep(1.2)  # the keep-alive time (1 s) is over: a matter of time alone
-        statuses.append(await get_once())
-        await pool.aclose()
+        async with httpx.AsyncClient(transport=Transport(limits=limits)) as client:
+
+            async def get_once() -> int:
+                return (
+                    await client.get(url, extensions={"feedsync.guard": Guard.feed()})
+                ).status_code
+
+            statuses = [await get_once(), await get_once()]  # the second within its time
+            reused = server.connections
+            await asyncio.sleep(1.2)  # the keep-alive time (1 s) is over: a matter of time alone
+            statuses.append(await get_once())
         assert reused == 1
         return statuses
 
