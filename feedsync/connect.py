@@ -126,7 +126,7 @@ async def _race(
                     return won
     except TimeoutError:
         elapsed = loop.time() - started
-        tried = ", ".join(addresses[: len(addresses) - len(todo)])
+        tried = ", ".join(_shown(a) for a in addresses[: len(addresses) - len(todo)])
         raise httpx.ConnectTimeout(
             f"timed out after {elapsed:.1f}s connecting to {host} ({tried})"
         ) from None
@@ -144,9 +144,12 @@ async def _attempt(address: str, port: int) -> Stream:
     try:
         _, protocol = await loop.create_connection(_Protocol, host=address, port=port)
     except OSError as exc:
-        shown = f"[{address}]" if ":" in address else address
-        raise httpx.ConnectError(f"{_reason(exc)} ({shown}:{port})") from None
+        raise httpx.ConnectError(f"{_reason(exc)} ({_shown(address)}:{port})") from None
     return Stream(protocol, address)
+
+
+def _shown(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
 
 
 class _Protocol(asyncio.Protocol):

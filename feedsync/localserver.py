@@ -9,6 +9,7 @@ exactly once" from the server's side. Only ever binds the loopback address.
 from __future__ import annotations
 
 import hashlib
+import socket
 import sys
 import threading
 import time
@@ -56,6 +57,10 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
+class _QuietServer6(_QuietServer):
+    address_family = socket.AF_INET6
+
+
 @dataclass
 class Resource:
     body: bytes
@@ -75,9 +80,16 @@ class Resource:
 
 
 class LocalServer:
-    """``with LocalServer() as server: server.set("/feed.xml", b"...", "application/rss+xml")``"""
+    """``with LocalServer() as server: server.set("/feed.xml", b"...", "application/rss+xml")``
 
-    def __init__(self) -> None:
+    ``address``: 127.0.0.1 (the default) or ::1, never another; ``port``: 0 for any free
+    one (a test that needs one port on both loopback addresses gives it)."""
+
+    def __init__(self, address: str = "127.0.0.1", port: int = 0) -> None:
+        if address not in ("127.0.0.1", "::1"):
+            raise ValueError(f"a local server listens on 127.0.0.1 or ::1, not {address}")
+        self.address = address
+        self._port = port
         self._routes: dict[str, Resource] = {}
         self._lock = threading.Lock()
         self.hits: Counter[str] = Counter()  # requests per path
@@ -119,7 +131,8 @@ class LocalServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self._httpd.server_port}"
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self._httpd.server_port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -146,7 +159,8 @@ class LocalServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        kind = _QuietServer6 if ":" in self.address else _QuietServer
+        self._httpd = kind((self.address, self._port), Handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
