@@ -2,9 +2,9 @@
 connect through :class:`GuardedBackend`, which resolves the host itself, refuses loopback,
 private, link-local, multicast and reserved addresses, and connects to the very address
 it checked, so a DNS answer that changes between check and connect (rebinding) cannot
-slip through, on any redirect hop. Feeds are the owner's choice and may be on the LAN;
-an article may be too when one of its feeds is (:func:`on_the_lan`), or with
-``[fetch] allow_private``. fetch.py builds its clients on :class:`GuardedTransport`.
+slip through, on any redirect hop. Which addresses a request may use is its
+:class:`feedsync.guard.Guard`'s rule. fetch.py builds its clients on
+:class:`GuardedTransport`.
 
 The connections themselves are here too (:class:`_Stream`): httpcore's network stream on
 asyncio's own transport, the cheapest way under feedsync's pool (feedsync/pool.py) to
@@ -23,12 +23,13 @@ import socket
 import ssl
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import httpcore
 import httpx
 
+from feedsync.guard import Guard
 from feedsync.pool import ConnectionPool
 
 
@@ -70,16 +71,17 @@ async def resolve(host: str, port: int = 443) -> list[str]:
 
 # The host of the URL a request was asked for (set by :func:`get` for its redirects).
 ORIGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("origin", default=None)
+# The request's guard (set by fetch.get): stand-in until the transport reads the extension
+GUARD: contextvars.ContextVar[Guard | None] = contextvars.ContextVar("guard", default=None)
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolves, checks, then connects to the checked address (no second lookup).
 
     ``connected`` (the feeds client's): the address each host was first reached at in
-    this pass, written here, where the connection is made. It decides whether a feed is
-    on the LAN (:func:`on_the_lan`), and it guards the feeds' redirects: a feed's own
-    host may be anywhere (the owner chose it), but a redirect leads onto a private
-    address only from a feed that is itself on one."""
+    this pass, written here, where the connection is made. It guards the feeds'
+    redirects: a feed's own host may be anywhere (the owner chose it), but a redirect
+    leads onto a private address only from a feed that is itself on one."""
 
     def __init__(self, allow_private: bool, connected: dict[str, str] | None = None):
         self._allow_private = allow_private
@@ -117,6 +119,11 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                     f"refused: {host} resolves to a private address ({refused[0]})"
                 )
         self._check_redirect(host, addresses)
+        guard = GUARD.get()  # stand-in until the transport asks the guard itself
+        if guard is not None:
+            for address in addresses:
+                if not guard.allows(host, address):
+                    raise PrivateAddressRefused(guard.refusal(host, address))
         error: Exception | None = None
         for address in addresses:
             try:
@@ -195,28 +202,6 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
             max_keepalive=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
         )
-
-
-async def host_is_private(host: str) -> bool:
-    """Whether ``host`` is on the LAN by its name alone: every one of its addresses
-    private (a name that answers one public and one loopback address is not)."""
-    try:
-        addresses = await resolve(host)
-    except OSError:
-        return False
-    return bool(addresses) and all(is_private_address(a) for a in addresses)
-
-
-async def on_the_lan(host: str, connected: Mapping[str, str]) -> bool:
-    """Whether a feed's host counts as on the LAN, which lets its articles be fetched
-    from private addresses: the address this pass's poll of it actually connected to;
-    for a feed not polled in this pass, all of its addresses private. Never a lookup of
-    its own when the feed was polled: a name whose answers change between lookups
-    (DNS rebinding) or mix a public and a loopback address cannot steer it."""
-    address = connected.get(host)
-    if address is not None:
-        return is_private_address(address)
-    return await host_is_private(host)
 
 
 class _Protocol(asyncio.Protocol):

@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from feedsync import addresses, decide, fetch, logs, timestamps
+from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import host_of
 from feedsync.context import PassContext, unexpected
 from feedsync.extract import ExtractError, Extractor
+from feedsync.guard import Guard
 from feedsync.hosts import HostBlocked
 from feedsync.progress import article_line
 from feedsync.records import ArticleJob
@@ -43,7 +44,6 @@ class ArticleQueue:
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
         )
-        self._lan_hosts: dict[str, bool] = {}
 
     def close(self, kill: bool) -> None:
         """Stop the extraction workers: after their page, or at once (``kill``)."""
@@ -126,15 +126,22 @@ class ArticleQueue:
             c.stats.deferred += 1
             c.progress.article_done()
             return
-        lan = config.fetch.allow_private or await self._on_lan(job.feed_urls)
+        # private addresses only on the host of the LAN feed document that staged the
+        # entry (decided then, kept with it) and the owner's lan_hosts: feedsync/guard.py
+        guard = Guard.article(
+            allow_private=config.fetch.allow_private,
+            lan_host=job.lan_host,
+            lan_hosts=config.fetch.lan_hosts,
+        )
         try:
             async with c.gate.slot(host, origin=fetch.origin_of(job.url)):
                 page = await fetch.get(
-                    c.clients["lan_pages" if lan else "pages"],
+                    c.clients["pages"],
                     job.url,
                     max_bytes=config.extract.max_page_bytes,
                     deadline=config.poll.timeout.total_seconds(),
                     accept=fetch.PAGE_ACCEPT,
+                    guard=guard,
                 )
             kind = (page.content_type or "text/html").split(";")[0].strip().lower()
             if kind not in HTML_TYPES:
@@ -203,14 +210,3 @@ class ArticleQueue:
         # every one in the stats (run --json); progress groups them by host and reason
         c.stats.errors.append(article_line(job.url, error, outcome))
         c.progress.article_failed(job.url, error, outcome)
-
-    async def _on_lan(self, feed_urls: tuple[str, ...]) -> bool:
-        """Whether one of an article's feeds is on the LAN (addresses.on_the_lan: decided by
-        where this pass reached it, once per pass)."""
-        for url in feed_urls:
-            host = host_of(url)
-            if host not in self._lan_hosts:
-                self._lan_hosts[host] = await addresses.on_the_lan(host, self.context.connected)
-            if self._lan_hosts[host]:
-                return True
-        return False

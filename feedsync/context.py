@@ -86,8 +86,6 @@ class PassContext:
         self.stats = RunStats()
         self.gate = HostGate(1, 1)  # the pass's own, set up by open_gate
         self.clients: dict[str, httpx.AsyncClient] = {}  # while http_clients is open
-        # where the feeds client reached each host in this pass (addresses.on_the_lan)
-        self.connected: dict[str, str] = {}
         # the hosts this pass holds while alone on the database, paced in memory
         self.holds = HostHolds()
         self.hold_lease = min(config.poll.lease, host_rules.SLOT_LEASE).total_seconds()
@@ -115,29 +113,25 @@ class PassContext:
 
     @asynccontextmanager
     async def http_clients(self) -> AsyncIterator[None]:
-        """The pass's clients, open while the flows run: feeds are the owner's choice
-        (the LAN too); article pages only when allowed, or when a feed is on the LAN."""
+        """The pass's clients, open while the flows run: one for the feeds, one for the
+        article pages. Where a request may connect is its own guard's rule
+        (feedsync/guard.py), given with each request, not the client's."""
         poll, fetching = self.config.poll, self.config.fetch
         timeout = poll.timeout.total_seconds()
 
-        def client(
-            allow_private: bool, connected: dict[str, str] | None = None
-        ) -> httpx.AsyncClient:
+        def client(connected: dict[str, str] | None = None) -> httpx.AsyncClient:
             return fetch.make_client(
                 timeout,
                 poll.concurrency,
-                allow_private=allow_private,
+                allow_private=True,
                 agent=fetching.user_agent,
                 connected=connected,
             )
 
         await fetch.warm_up()
-        async with (
-            client(True, self.connected) as feeds_client,
-            client(fetching.allow_private) as pages,
-            client(True) as lan_pages,
-        ):
-            self.clients = {"feeds": feeds_client, "pages": pages, "lan_pages": lan_pages}
+        # (the feeds' own record of where each host was reached guards their redirects)
+        async with client({}) as feeds_client, client() as pages:
+            self.clients = {"feeds": feeds_client, "pages": pages}
             try:
                 yield
             finally:

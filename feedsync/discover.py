@@ -7,7 +7,8 @@ A URL that answers with a feed is the feed. A web page names its feeds in
 so tried after the others); failing that, links that look like feeds (``/feed``,
 ``/rss.xml``, ``atom``, ``feed.json``) are tried. Every candidate is fetched and must
 parse as a feed before it is accepted: a URL that is not a feed, and names none, is
-refused with the reason.
+refused with the reason. The URL typed is the owner's choice, the LAN too; a candidate
+it names may be on a private address only when the page itself was served from one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 
 from feedsync import fetch, timestamps
 from feedsync.canonical import canonical_url
+from feedsync.guard import Guard
 from feedsync.parse import NotAFeed, parse_feed
 
 FEED_TYPES = {
@@ -88,10 +90,17 @@ def feed_links(html: str, base_url: str) -> list[str]:
     return found
 
 
-async def _try(client: httpx.AsyncClient, url: str, max_bytes: int, deadline: float) -> Found | str:
+async def _try(
+    client: httpx.AsyncClient, url: str, max_bytes: int, deadline: float, guard: Guard
+) -> Found | str:
     try:
         response = await fetch.get(
-            client, url, max_bytes=max_bytes, deadline=deadline, accept=fetch.FEED_ACCEPT
+            client,
+            url,
+            max_bytes=max_bytes,
+            deadline=deadline,
+            accept=fetch.FEED_ACCEPT,
+            guard=guard,
         )
         parsed = parse_feed(response.body, response.url, timestamps.now(), response.content_type)
     except (fetch.FetchError, NotAFeed) as exc:
@@ -102,6 +111,7 @@ async def _try(client: httpx.AsyncClient, url: str, max_bytes: int, deadline: fl
 async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) -> Found:
     """The feed at ``url`` or named by the page at ``url``; raises NoFeed."""
     async with fetch.make_client(deadline, 4, allow_private=True, agent=agent) as client:
+        page = Guard.feed()  # the URL the owner typed: anywhere, the LAN too
         try:
             response = await fetch.get(
                 client,
@@ -109,6 +119,7 @@ async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) ->
                 max_bytes=max_bytes,
                 deadline=deadline,
                 accept=fetch.FEED_ACCEPT + ", text/html;q=0.8",
+                guard=page,
             )
         except fetch.FetchError as exc:
             raise NoFeed(f"cannot fetch {url}: {exc}") from None
@@ -127,7 +138,8 @@ async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) ->
             raise NoFeed(f"{url} is not a feed: {why}")
         tried = []
         for candidate in candidates:
-            result = await _try(client, candidate, max_bytes, deadline)
+            # a page on the internet cannot lead feedsync to a feed on the LAN
+            result = await _try(client, candidate, max_bytes, deadline, Guard.found_on(page))
             if isinstance(result, Found):
                 return result
             tried.append(f"{candidate}: {result}")

@@ -11,9 +11,11 @@ Feeds and pages come from the hostile internet, so every request:
   recorded (see ``Response.moved_to``; ``decide.redirect`` rules on captive portals);
 - names feedsync in its User-Agent and offers gzip and deflate only.
 
-Article links are attacker-controlled: the clients connect through
-feedsync/addresses.py's guarded transport, which refuses private addresses for article
-pages (unless their feed is on the LAN) and connects to the very address it checked.
+Article links are attacker-controlled: every request carries its
+:class:`feedsync.guard.Guard` (the address rule for it and its redirect hops, and the
+record of the peers that served it), and the clients connect through
+feedsync/addresses.py's guarded transport, which asks it before connecting and connects
+to the very address it checked.
 
 Failures come back as :class:`FetchError` with a one-line reason fit for
 ``feeds.last_error``. When a request may go to its host (the cap, the spacing, a host's
@@ -36,9 +38,11 @@ import httpx
 import sniffio
 
 from feedsync import __version__, timestamps
-from feedsync.addresses import ORIGIN, GuardedTransport, PrivateAddressRefused
+from feedsync.addresses import GUARD, ORIGIN, GuardedTransport, PrivateAddressRefused
 from feedsync.canonical import host_of
 from feedsync.config import DEFAULT_USER_AGENT
+from feedsync.guard import EXTENSION, Guard
+from feedsync.guard import PrivateAddressRefused as PeerRefused
 
 MAX_REDIRECTS = 5
 ACCEPT_ENCODING = "gzip, deflate"  # what we decompress ourselves, with a bounded output
@@ -276,20 +280,25 @@ async def get(
     accept: str,
     etag: str | None = None,
     last_modified: str | None = None,
+    guard: Guard,
 ) -> Response:
     """GET ``url`` within ``deadline`` seconds in all; 200 and 304 come back as a
-    :class:`Response`, the rest as FetchError."""
+    :class:`Response`, the rest as FetchError. ``guard``: where the request and its
+    redirects may connect; it records the peer that served the answer."""
     headers = {"Accept": accept}
     if etag:
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
     origin = ORIGIN.set(_host(url))
+    guarding = GUARD.set(guard)  # stand-in until the transport reads the extension
     try:
         async with asyncio.timeout(deadline):
-            return await _get(client, url, headers, max_bytes)
+            return await _get(client, url, headers, max_bytes, guard)
     except FetchError:
         raise
+    except PeerRefused as exc:
+        raise FetchError(str(exc), permanent=True) from None
     except httpx.ConnectError as exc:
         if isinstance(exc.__cause__, PrivateAddressRefused):
             raise FetchError(str(exc.__cause__), permanent=True) from None
@@ -301,6 +310,7 @@ async def get(
         # IDNA refuses): it will not become valid by asking again
         raise FetchError(f"not a valid URL: {exc}".splitlines()[0], permanent=True) from None
     finally:
+        GUARD.reset(guarding)
         ORIGIN.reset(origin)
 
 
@@ -337,10 +347,23 @@ def origin_of(url: str) -> str:
     return f"{host}:{port}" if host else ""
 
 
+# stand-in until the transport records hops
+def _served(response: httpx.Response, guard: Guard) -> None:
+    """The final hop's serving peer, checked (a reused connection was not) and recorded."""
+    stream = response.extensions.get("network_stream")
+    peer = stream.get_extra_info("server_addr") if stream is not None else None
+    if peer:
+        host = _host(str(response.url)) or ""
+        guard.check(host, str(peer[0]))
+        guard.served(host, str(peer[0]))
+
+
 async def _get(
-    client: httpx.AsyncClient, url: str, headers: dict[str, str], max_bytes: int
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], max_bytes: int, guard: Guard
 ) -> Response:
-    async with client.stream("GET", url, headers=headers) as response:
+    extensions = {EXTENSION: guard}
+    async with client.stream("GET", url, headers=headers, extensions=extensions) as response:
+        _served(response, guard)
         status = response.status_code
         moved_to, by_308 = _moved(response)
         common = {

@@ -19,6 +19,7 @@ import httpcore
 import pytest
 
 from feedsync import addresses, fetch
+from feedsync.guard import Guard
 from feedsync.localserver import LocalServer, send_answer
 
 T = TypeVar("T")
@@ -34,7 +35,7 @@ def run(coro_factory: Any) -> Any:
 
 def get(url: str, **kwargs: Any) -> Coroutine[Any, Any, fetch.Response] | Any:
     options = {"max_bytes": 1_000_000, "deadline": 5.0, "accept": fetch.FEED_ACCEPT, **kwargs}
-    return lambda client: fetch.get(client, url, **options)
+    return lambda client: fetch.get(client, url, guard=Guard.feed(), **options)
 
 
 class _ImportAttempts(importlib.abc.MetaPathFinder):
@@ -58,10 +59,12 @@ def test_requests_import_nothing(server: LocalServer) -> None:
     async def main() -> None:
         async with fetch.make_client(timeout=5, concurrency=4) as client:
             options = {"max_bytes": 1_000_000, "deadline": 5.0, "accept": fetch.PAGE_ACCEPT}
-            await fetch.get(client, urls[0], **options)  # warm: what a first request loads
+            await fetch.get(client, urls[0], guard=Guard.feed(), **options)  # warm: a first
             sys.meta_path.insert(0, attempts)
             try:
-                await asyncio.gather(*(fetch.get(client, url, **options) for url in urls[1:]))
+                await asyncio.gather(
+                    *(fetch.get(client, url, guard=Guard.feed(), **options) for url in urls[1:])
+                )
             finally:
                 sys.meta_path.remove(attempts)
 
@@ -274,17 +277,20 @@ def test_redirects_are_followed_and_loops_stopped(server: LocalServer) -> None:
         run(get(server.url("/a")))
 
 
-def test_page_clients_refuse_private_addresses_before_any_request(server: LocalServer) -> None:
+def test_an_article_guard_refuses_private_addresses_before_any_request(
+    server: LocalServer,
+) -> None:
     url = server.set("/admin", "router admin")
+    guard = Guard.article(allow_private=False, lan_host=None, lan_hosts=())
 
     async def main() -> fetch.Response:
-        async with fetch.make_client(timeout=5, concurrency=2, allow_private=False) as client:
+        async with fetch.make_client(timeout=5, concurrency=2) as client:
             return await fetch.get(
-                client, url, max_bytes=1000, deadline=5, accept=fetch.PAGE_ACCEPT
+                client, url, max_bytes=1000, deadline=5, accept=fetch.PAGE_ACCEPT, guard=guard
             )
 
     with pytest.raises(
-        fetch.FetchError, match=r"refused: 127\.0\.0\.1 resolves to a private"
+        fetch.FetchError, match=r"refused: 127\.0\.0\.1 is at a private address"
     ) as error:
         asyncio.run(main())
     assert error.value.permanent
@@ -323,57 +329,22 @@ def test_private_addresses(address: str, private: bool) -> None:
 # (DNS answers) or the address check for 127.0.0.1 is replaced, nothing else.
 
 
-def test_a_name_is_on_the_lan_only_when_all_its_addresses_are(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answers = {
-        "mixed.test": ["93.184.216.34", "127.0.0.1"],  # one public, one loopback
-        "nas.test": ["192.168.1.5", "fd00::5"],
-        "cgnat.test": ["100.64.3.4"],
-        "nothing.test": [],
-    }
-
-    async def resolve(host: str, port: int = 443) -> list[str]:
-        return answers[host]
-
-    monkeypatch.setattr(addresses, "resolve", resolve)
-    found = {h: asyncio.run(addresses.host_is_private(h)) for h in answers}
-    assert found == {
-        "mixed.test": False,
-        "nas.test": True,
-        "cgnat.test": True,
-        "nothing.test": False,
-    }
-
-
-def test_a_polled_feed_is_on_the_lan_by_the_address_it_was_reached_at(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Decided by where the poll connected, never by a lookup of its own: a name that
-    now answers loopback (rebinding) cannot make its articles fetchable from the LAN."""
-
-    async def rebound(host: str, port: int = 443) -> list[str]:
-        return ["127.0.0.1"]
-
-    monkeypatch.setattr(addresses, "resolve", rebound)
-    connected = {"feed.test": "93.184.216.34", "nas.test": "192.168.1.5"}
-    assert asyncio.run(addresses.on_the_lan("feed.test", connected)) is False
-    assert asyncio.run(addresses.on_the_lan("nas.test", connected)) is True
-    # not polled in this pass: its name's answers decide (all private here)
-    assert asyncio.run(addresses.on_the_lan("other.test", connected)) is True
-
-
 def test_the_feeds_client_records_where_it_reached_each_host(server: LocalServer) -> None:
     url = server.set("/feed.xml", "<rss/>", "application/rss+xml")
     connected: dict[str, str] = {}
+    guards = [Guard.feed(), Guard.feed()]
 
     async def main() -> None:
         async with fetch.make_client(timeout=5, concurrency=2, connected=connected) as client:
-            for _ in range(2):  # the second one on the pooled connection
-                await fetch.get(client, url, max_bytes=1000, deadline=5, accept=fetch.FEED_ACCEPT)
+            for guard in guards:  # the second one on the pooled connection
+                await fetch.get(
+                    client, url, max_bytes=1000, deadline=5, accept=fetch.FEED_ACCEPT, guard=guard
+                )
 
     asyncio.run(main())
     assert connected == {"127.0.0.1": "127.0.0.1"}
+    # each request's guard knows the peer that served it, the reused connection's too
+    assert [g.hops for g in guards] == [[("127.0.0.1", "127.0.0.1")]] * 2
 
 
 def _feed_redirecting_to(server: LocalServer, target: str) -> str:
@@ -384,7 +355,12 @@ def _poll_feed(url: str) -> fetch.Response:
     async def main() -> fetch.Response:
         async with fetch.make_client(timeout=5, concurrency=2, connected={}) as client:
             return await fetch.get(
-                client, url, max_bytes=1000, deadline=5, accept=fetch.FEED_ACCEPT
+                client,
+                url,
+                max_bytes=1000,
+                deadline=5,
+                accept=fetch.FEED_ACCEPT,
+                guard=Guard.feed(),
             )
 
     return asyncio.run(main())

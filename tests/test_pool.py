@@ -18,13 +18,19 @@ import httpx
 import pytest
 
 from feedsync import addresses, fetch
+from feedsync.guard import Guard
 from feedsync.localserver import LocalServer, send_answer
 from feedsync.pool import ConnectionPool
 
 
 async def _get(client: httpx.AsyncClient, url: str, deadline: float = 10.0) -> fetch.Response:
     return await fetch.get(
-        client, url, max_bytes=1_000_000, deadline=deadline, accept=fetch.FEED_ACCEPT
+        client,
+        url,
+        max_bytes=1_000_000,
+        deadline=deadline,
+        accept=fetch.FEED_ACCEPT,
+        guard=Guard.feed(),
     )
 
 
