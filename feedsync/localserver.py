@@ -77,7 +77,8 @@ class Resource:
 class LocalServer:
     """``with LocalServer() as server: server.set("/feed.xml", b"...", "application/rss+xml")``"""
 
-    def __init__(self) -> None:
+    def __init__(self, address: str = "127.0.0.1") -> None:
+        self.address = address  # another loopback one (127.0.0.2) plays a second machine
         self._routes: dict[str, Resource] = {}
         self._lock = threading.Lock()
         self.hits: Counter[str] = Counter()  # requests per path
@@ -119,7 +120,7 @@ class LocalServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self._httpd.server_port}"
+        return f"http://{self.address}:{self._httpd.server_port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -146,7 +147,7 @@ class LocalServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer((self.address, 0), Handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
