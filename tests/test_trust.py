@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import sitegen
-from conftest import FeedsyncEnv, Site
+from conftest import BACKENDS, FeedsyncEnv, Site
 from fakedns import FakeDNS
 from sitegen import Item
 
@@ -51,6 +51,7 @@ def stored_texts(fs: FeedsyncEnv) -> list[str]:
     return [row[0] for row in fs.query("SELECT body FROM news")]
 
 
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_a_rebound_feed_name_does_not_open_the_lan_to_its_staged_links(
     fs: FeedsyncEnv, site: Site, lan: LocalServer, fake_dns: FakeDNS
 ) -> None:
@@ -76,6 +77,7 @@ def test_a_rebound_feed_name_does_not_open_the_lan_to_its_staged_links(
     assert not any(ADMIN_TEXT in text for text in stored_texts(fs))
 
 
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_a_lan_feed_opens_only_its_own_host_and_the_listed_ones(
     fs: FeedsyncEnv, site: Site, lan: LocalServer, fake_dns: FakeDNS
 ) -> None:
