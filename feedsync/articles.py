@@ -44,7 +44,6 @@ class ArticleQueue:
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
         )
-        self._lan_hosts: dict[str, bool] = {}
 
     def close(self, kill: bool) -> None:
         """Stop the extraction workers: after their page, or at once (``kill``)."""
@@ -127,9 +126,13 @@ class ArticleQueue:
             c.stats.deferred += 1
             c.progress.article_done()
             return
+        # private addresses only on the host of the LAN feed document that staged the
+        # entry (decided then, kept with it) and the owner's lan_hosts: feedsync/guard.py
         guard = Guard.article(
-            allow_private=config.fetch.allow_private, lan_host=None, lan_hosts=()
-        )  # TODO(trust): the entry's lan_host
+            allow_private=config.fetch.allow_private,
+            lan_host=job.lan_host,
+            lan_hosts=config.fetch.lan_hosts,
+        )
         try:
             async with c.gate.slot(host, origin=fetch.origin_of(job.url)):
                 page = await fetch.get(

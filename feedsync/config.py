@@ -95,6 +95,8 @@ class FetchConfig:
     user_agent: str = _key(values.one_line, DEFAULT_USER_AGENT)  # {version} is replaced
     # article pages on loopback/private/link-local addresses
     allow_private: bool = _key(values.boolean, False)
+    # hosts on the LAN that the articles of a feed on the LAN may be on, besides its own
+    lan_hosts: tuple[str, ...] = _key(values.host_names, ())
     # between two requests to one host
     host_delay: timedelta = _key(values.duration, timedelta(seconds=1))
     # a longer Retry-After is capped

@@ -310,6 +310,7 @@ def poll(
         redirect=moved,
         identity=feed.identity,
         window_start=timestamps.to_iso(now - rules.identity_window),
+        lan_host=answer.lan_host,
         # rows this pass will not extract are left free for whoever extracts next
         lease_until=(
             timestamps.to_iso(now + rules.extract_lease) if rules.extract_lease else NO_LEASE

@@ -217,6 +217,7 @@ class FeedPolls:
                         c.stats.busy += 1  # another process is polling it right now
                         c.progress.feed_done(0)
                         return
+                    guard = Guard.feed()
                     response = await fetch.get(
                         c.clients["feeds"],
                         feed.url,
@@ -225,7 +226,7 @@ class FeedPolls:
                         accept=fetch.FEED_ACCEPT,
                         etag=feed.etag,
                         last_modified=feed.last_modified,
-                        guard=Guard.feed(),
+                        guard=guard,
                     )
             except HostBlocked:  # it said 429/503 while this feed waited for its turn
                 await c.on_lane(c.storage.release_feed, feed.id, c.owner)
@@ -246,6 +247,8 @@ class FeedPolls:
                     max_age=response.max_age,
                     moved_to=canonical_url(response.moved_to) if response.moved_to else None,
                     moved_by_308=response.moved_by_308,
+                    # trust decided here, once, from the peer that served this document
+                    lan_host=host_of(response.url) if guard.on_lan else None,
                 )
                 by_308 = response.moved_by_308
                 host_clear = c.host_unblocked(host)

@@ -117,6 +117,9 @@ class Answer(NamedTuple):
     max_age: timedelta | None = None  # Cache-Control max-age: "not before"
     moved_to: str | None = None  # the canonical URL a permanent redirect led to
     moved_by_308: bool = False
+    # the document's host when the peer that served it was on a private address: its
+    # entries' links on that host may be fetched from the LAN (feedsync/guard.py)
+    lan_host: str | None = None
 
 
 class HostWait(NamedTuple):
@@ -161,6 +164,9 @@ class PollIntent(NamedTuple):
     lease_until: str = ""
     identity: str = "auto"  # the feed's: "url+title" turns the revision rule off
     window_start: str = ""  # revisions are sought among rows first seen since then
+    # the rows it creates keep it: the document's host if it was served from a private
+    # address (Answer.lan_host), decided once, at the insert
+    lan_host: str | None = None
 
 
 class PollRecord(NamedTuple):
@@ -199,7 +205,9 @@ class ArticleJob(NamedTuple):
     published: str | None
     author: str | None
     attempts: int
-    feed_urls: tuple[str, ...] = ()  # the feeds that carry it (may one be on the LAN?)
+    # the host of the LAN feed document that staged it (news_summary.lan_host): its link
+    # may be on a private address only on that host or [fetch] lan_hosts; None: nowhere
+    lan_host: str | None = None
     heuristics: bool = True  # none of its feeds says identity = "url+title"
 
 

@@ -121,6 +121,26 @@ def feed_url(value: Any) -> str:
     return value.strip()
 
 
+def host_names(value: Any) -> tuple[str, ...]:
+    """A list of host names (or IP addresses), each as feedsync compares hosts: lower case,
+    IDNA, no port (feedsync.canonical.host_of)."""
+    from feedsync.canonical import canonical_url, host_of
+
+    if not isinstance(value, list):
+        raise ValueError(f'expected a list of host names like ["nas.lan"], got {value!r}')
+    hosts: list[str] = []
+    for item in value:
+        name = item.strip() if isinstance(item, str) else ""
+        bracketed = name[:1] + name[-1:] == "[]"  # an IPv6 address; no other ":" (a port)
+        plain = not any(c in name for c in "@/?#\\") and (":" not in name or bracketed)
+        url = canonical_url(f"http://{name}/") if name and plain else None
+        host = host_of(url) if url is not None else ""
+        if not host or url != f"http://{host if ':' not in host else f'[{host}]'}/":
+            raise ValueError(f"expected a host name without scheme, port or path, got {item!r}")
+        hosts.append(host)
+    return tuple(dict.fromkeys(hosts))
+
+
 def identity_mode(value: Any) -> str:
     """A feed's identity mode: one of :data:`feedsync.identity.MODES`."""
     if value not in MODES:

@@ -18,12 +18,12 @@ UPDATE news_summary
            AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now)
          ORDER BY id
          LIMIT :limit)
-RETURNING id, url, title, published, author, attempts;
+RETURNING id, url, title, published, author, attempts, lan_host;
 
 -- name: extract_feeds_of
--- The feeds that carry a claimed row: may its page be on the LAN (one of them is)? Do
--- they allow the identity heuristics (none of them is 'url+title')?
-SELECT f.url, f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_id
+-- The feeds that carry a claimed row: do they allow the identity heuristics (none of
+-- them is 'url+title')?
+SELECT f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_id
  WHERE fe.summary_id = :id;
 
 -- name: extract_title_of

@@ -19,7 +19,7 @@ SELECT id, url, title, origin, enabled, disabled_reason, latest_published, etag,
 -- name: migrate_read_news_summary
 -- duplicate_of points into news, copied after this table: set by migrate_read_duplicates.
 SELECT id, url, title, published, summary, author, guid, first_seen_at, state, attempts,
-       next_attempt_at, last_error, revision_of, link_reason
+       next_attempt_at, last_error, revision_of, link_reason, lan_host
   FROM news_summary WHERE id > :after ORDER BY id LIMIT :limit;
 
 -- name: migrate_read_feed_entries

@@ -23,11 +23,15 @@ SELECT j.key AS ord, s.id, s.published
 -- this process (leased to it until :lease_until): RETURNING gives the id only when the
 -- insert really created the row (stage_known looked in both files in this same write
 -- transaction, and SQLite has one writer at a time, so OR IGNORE is only the guard).
+-- :lan_host (the document's host when a private address served it, else NULL) is set
+-- here only: whether the link may be on the LAN is decided once, from the document that
+-- staged it, never changed by a later feed carrying the same entry.
 INSERT OR IGNORE INTO news_summary
-       (url, title, published, summary, author, guid, first_seen_at, lease_owner, lease_until)
+       (url, title, published, summary, author, guid, first_seen_at, lease_owner, lease_until,
+        lan_host)
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
        json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-       :now, :owner, :lease_until
+       :now, :owner, :lease_until, :lan_host
   FROM json_each(:entries)
  ORDER BY key
 RETURNING id, url, title;

@@ -26,6 +26,7 @@ from typing import Any
 import pgserver
 import pytest
 import sitegen
+from fakedns import fake_dns  # noqa: F401 (the fixture: DNS answers and public addresses)
 
 from feedsync.localserver import LocalServer
 

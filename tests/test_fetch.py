@@ -326,7 +326,8 @@ def test_private_addresses(address: str, private: bool) -> None:
 
 # ---------------------------------------------------------------- the LAN rule
 # A public address cannot exist on this machine: where a test needs one, the resolver
-# (DNS answers, tests/dns.py) or the address check for 127.0.0.1 is replaced, nothing else.
+# (DNS answers: tests/fakedns.py, tests/test_transport.py) or the address check for
+# 127.0.0.1 is replaced, nothing else.
 
 
 def test_a_feed_records_the_address_that_served_it(server: LocalServer) -> None:

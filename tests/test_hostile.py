@@ -33,7 +33,6 @@ from conftest import (
 )
 from sitegen import Item
 
-from feedsync import addresses
 from feedsync import config as config_module
 from feedsync.parse import MAX_TITLE_CHARS
 from feedsync.pipeline import Pass
@@ -266,7 +265,7 @@ def test_503_without_retry_after_backs_off_doubling_then_recovers(world: World, 
     assert waits == [(1, 1), (2, 2), (4, 3)]
     site.server.set(
         "/down.xml",
-        sitegen.rss2("Down", down, [Item("Back", site.page("back"))]),
+        sitegen.rss2("Down", down, [Item("Back", other_host(site.page("back")))]),
         "application/rss+xml",
     )  # the server recovers
     done = world.run(down)
@@ -280,7 +279,7 @@ def test_an_article_host_that_says_429_costs_no_attempt(world: World, site: Site
             "/busy-page", "", status=429, headers={"Retry-After": "60"}, conditional=False
         )
     )
-    feed = site.feed("f.xml", [Item("Busy page", page)])
+    feed = other_host(site.feed("f.xml", [Item("Busy page", page)]))  # the page's host
     done = world.run(feed)
     assert done.query(
         "SELECT state, attempts, lease_owner FROM news_summary WHERE title = 'Busy page'"
@@ -472,39 +471,32 @@ def test_a_page_with_references_to_control_characters_lands_with_its_text(
 # ---------------------------------------------------------------- private addresses
 
 
-def test_an_article_on_a_private_address_is_refused_unless_its_feed_is_on_one(
-    world: World, site: Site, monkeypatch: pytest.MonkeyPatch
+def test_an_article_on_a_private_address_is_refused_unless_on_its_lan_feeds_host(
+    world: World, site: Site
 ) -> None:
-    # The feed is served from loopback, as everything here; make feedsync see it as a
-    # feed on the public internet (which cannot exist in this test) so that its article,
-    # on 127.0.0.1, is what an attacker's link to the LAN would be.
-    async def public(host: str, connected: object) -> bool:
-        return False
-
-    monkeypatch.setattr(addresses, "on_the_lan", public)
-    feed = site.feed("public.xml", [Item("Router admin", site.page("admin"))])
-    done = world.run(feed, others_land=False)
+    # The feed is served from 127.0.0.1, a private address: its links on 127.0.0.1 may be
+    # fetched, not its links to another host of the LAN ("localhost", the same server
+    # under another name), which is what an internet author's link relayed by a feed on
+    # the LAN (RSS-Bridge) would be.
+    feed = site.feed(
+        "relay.xml",
+        [Item("Router admin", other_host(site.page("admin"))), Item("Own", site.page("own"))],
+    )
+    done = world.run(feed)
     state, error = done.query(
         "SELECT state, last_error FROM news_summary WHERE title = 'Router admin'"
     )[0]
-    assert state == "gone" and error.startswith("refused: 127.0.0.1 resolves to a private address")
+    assert state == "gone" and error == "refused: localhost is at a private address (127.0.0.1)"
     assert site.hits("/articles/admin") == 0  # not one request reached it
-    assert "Good story" not in done.titles()  # its feed is "public" too now
+    assert "Own" in done.titles()  # on the feed's own host
 
-    monkeypatch.undo()  # a feed that really is on the LAN may link to the LAN
-    lan = site.feed("lan.xml", [Item("NAS news", site.page("nas"))])
-    # (the good story was refused above, as "public": gone, not retried)
-    assert "NAS news" in world.run(lan, others_land=False).titles()
+    # listed in [fetch] lan_hosts, the other host is allowed for the LAN feed's entries
+    relayed = site.feed("relay2.xml", [Item("NAS news", other_host(site.page("nas")))])
+    assert "NAS news" in world.run(relayed, fetch={"lan_hosts": ["localhost"]}).titles()
 
 
-def test_allow_private_lets_every_article_through(
-    world: World, site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    async def public(host: str, connected: object) -> bool:
-        return False
-
-    monkeypatch.setattr(addresses, "on_the_lan", public)
-    feed = site.feed("public.xml", [Item("Intranet", site.page("intranet"))])
+def test_allow_private_lets_every_article_through(world: World, site: Site) -> None:
+    feed = site.feed("relay.xml", [Item("Intranet", other_host(site.page("intranet")))])
     assert "Intranet" in world.run(feed, fetch={"allow_private": True}).titles()
     assert site.hits("/articles/intranet") == 1
 

@@ -52,6 +52,7 @@ class PGStaging(SQLPolling):
             now=intent.polled_at,
             owner=intent.owner,
             lease_until=intent.lease_until,
+            lan_host=intent.lan_host,
         ).fetchall()
         return [
             StagedRow(

@@ -42,7 +42,7 @@ class SQLArticleQueue(SQLCore):
                     published=r["published"],
                     author=r["author"],
                     attempts=r["attempts"],
-                    feed_urls=tuple(f["url"] for f in feeds),
+                    lan_host=r["lan_host"],
                     heuristics=all(f["identity"] == identity.AUTO for f in feeds),
                 )
                 for r in rows

@@ -52,6 +52,7 @@ class SQLiteStaging(SQLPolling):
                     now=intent.polled_at,
                     owner=intent.owner,
                     lease_until=intent.lease_until,
+                    lan_host=intent.lan_host,
                 )
             }
         # (an entry inserted by no one else cannot be missing from both: one writer at a

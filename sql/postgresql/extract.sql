@@ -24,7 +24,7 @@ UPDATE news_summary
          ORDER BY id
          LIMIT :limit
            FOR NO KEY UPDATE SKIP LOCKED)
-RETURNING id, url, title, published, author, attempts;
+RETURNING id, url, title, published, author, attempts, lan_host;
 
 -- name: extract_release
 -- As in sql/extract.sql, through PostgreSQL's queue index (its condition is

@@ -33,9 +33,10 @@ ON CONFLICT DO NOTHING;
 -- name: migrate_write_news_summary
 INSERT INTO news_summary (id, url, title, published, summary, author, guid, first_seen_at,
                           state, attempts, next_attempt_at, last_error, revision_of,
-                          link_reason)
+                          link_reason, lan_host)
 VALUES (:id, :url, :title, :published, :summary, :author, :guid, :first_seen_at,
-        :state, :attempts, :next_attempt_at, :last_error, :revision_of, :link_reason)
+        :state, :attempts, :next_attempt_at, :last_error, :revision_of, :link_reason,
+        :lan_host)
 ON CONFLICT DO NOTHING;
 
 -- name: migrate_write_feed_entries

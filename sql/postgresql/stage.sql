@@ -35,6 +35,8 @@ UPDATE feeds
 -- per (url, title) (feedsync/storage/sql_polling.py merges repeats first, as the
 -- per-entry statements would have: the first entry's fields, the first date given).
 -- The rows are inserted in feed order (ids follow it, as one insert per entry gave them).
+-- :lan_host (the document's host when a private address served it) is set on the rows
+-- created only, as on SQLite (sql/stage.sql, stage_new): trust is decided once.
 -- `created` names exactly the rows this insert created; `found` the rows that were there
 -- before this statement began (its snapshot): their missing date is filled in. Both are
 -- linked to the feed. An entry neither created nor found was inserted by another
@@ -49,8 +51,9 @@ WITH input AS (
 created AS (
     INSERT INTO news_summary
            (url, title, published, summary, author, guid, first_seen_at, lease_owner,
-            lease_until)
-    SELECT url, title, published, summary, author, guid, :now, :owner, :lease_until
+            lease_until, lan_host)
+    SELECT url, title, published, summary, author, guid, :now, :owner, :lease_until,
+           CAST(:lan_host AS text)
       FROM input
      ORDER BY ord
     ON CONFLICT (url, title) DO NOTHING
