@@ -22,7 +22,8 @@
 #   ... --root DIR                  (tests) install into DIR; systemctl, useradd, chown,
 #                                   crontab and apt-get are skipped and reported
 #
-# Running it again upgrades in place and keeps the config and the data.
+# Running it again upgrades in place and keeps the config and the data. Each package at the
+# version CI tested (.ci/requirements.lock, README "The lock"), not the newest.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,9 +35,9 @@ uninstall=0
 purge=0
 root=""
 apt_updated=0
-extras=""
+lock_suffix=""  # .ci/requirements$lock_suffix.lock
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 say() { printf 'install.sh: %s\n' "$*"; }
 die() { printf 'install.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
 
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
         --systemd) schedule=systemd ;;
         --run) run_after=1 ;;
         --no-start) start=0 ;;
-        --postgresql) extras="[postgresql]" ;;
+        --postgresql) lock_suffix="-postgresql" ;;
         --uninstall) uninstall=1 ;;
         --purge) purge=1 ;;
         --root)
@@ -116,16 +117,33 @@ ensure_python() {
     python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 }
 
-# pip install; if a wheel is missing for this machine and something must be compiled,
-# install the build headers and try once more.
+# Exactly the lock: the versions CI tested, each file checked against PyPI's hash
+# (README, "The lock"), not the newest that pyproject.toml allows; then feedsync itself,
+# without touching them (--no-deps). PIP_CONFIG_FILE=/dev/null for the locked install:
+# Raspberry Pi OS's /etc/pip.conf adds piwheels.org as an extra index, whose armv7 wheels
+# are built there and match none of the lock's hashes (pip would refuse them, or pick
+# by chance between them and PyPI's); the lock names PyPI's files, so PyPI alone is
+# asked. A proxy or a certificate set in a pip.conf is not read either: pip's variables
+# (https_proxy, PIP_CERT) still are. If a wheel is missing for this machine (regex on
+# armv7) and something must be compiled, install the build headers and try once more.
 pip_install() {
     local venv=$1
+    local lock="$here/.ci/requirements$lock_suffix.lock"
+    [ -f "$lock" ] || die "missing $lock: install from a complete copy of the source"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    if ! "$venv/bin/python" -m pip install --quiet --upgrade "$here$extras"; then
+    # psycopg has no binary build for armv7 on PyPI (the lock skips it there): it runs on
+    # the system's libpq
+    if [ -n "$lock_suffix" ] && [ "$(uname -m)" = armv7l ]; then apt_install libpq5; fi
+    locked() {
+        PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install --quiet \
+            --index-url https://pypi.org/simple --require-hashes -r "$lock"
+    }
+    if ! locked; then
         say "a package had to be built from source: installing build headers"
         apt_install build-essential python3-dev libxml2-dev libxslt1-dev pkg-config
-        "$venv/bin/python" -m pip install --quiet --upgrade "$here$extras"
+        locked
     fi
+    "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$here"
 }
 
 write_config() {  # path db snapshot: a commented config, never over an existing one

@@ -225,6 +225,26 @@ def find_config_file(explicit: str | None, environ: Mapping[str, str] = os.envir
     return None
 
 
+# The HTTP client (feedsync/fetch.py: trust_env=False, its own transport) connects to the
+# address it checked: a proxy would hide the address the LAN rules are decided from.
+NO_PROXY_NOTE = (
+    "feedsync connects directly: HTTP(S)_PROXY, ALL_PROXY and NO_PROXY are not used (a "
+    "proxy would hide the address the LAN rules are decided from)."
+)
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def proxy_warning(environ: Mapping[str, str] = os.environ) -> str | None:
+    """What to say when the environment names a proxy (``https_proxy`` or
+    ``HTTPS_PROXY``...), which feedsync does not use; None when it names none. NO_PROXY
+    alone changes nothing even for the programs that use proxies: not said."""
+    names = sorted(k for k, v in environ.items() if v and k.upper() in _PROXY_VARIABLES)
+    if not names:
+        return None
+    verb = "is" if len(names) == 1 else "are"
+    return f"{', '.join(names)} {verb} set but not used: feedsync connects directly"
+
+
 def load(explicit: str | None = None) -> Config:
     """Find, read and validate the configuration."""
     path = find_config_file(explicit)

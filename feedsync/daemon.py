@@ -98,6 +98,9 @@ class Daemon:
 
     def run(self) -> int:
         where = logs.setup(logging.DEBUG if self.debug else logging.INFO)
+        unused = config_module.proxy_warning()
+        if unused is not None:
+            log.warning("%s", unused)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_stop_signal)
         signal.signal(signal.SIGHUP, self._on_reload_signal)

@@ -4,8 +4,8 @@
 # Quick start tells a developer to type. Extra arguments go to pytest.
 #
 # It installs the system packages the tests need (apt, only those missing), creates .venv
-# with feedsync installed editable plus its test tools, then runs ruff, mypy, shellcheck
-# and pytest. pytest's exit code is the script's: no tests collected (5) fails too.
+# with the locked versions (.ci/requirements-test.lock) and feedsync installed editable,
+# then runs ruff, mypy, shellcheck and pytest. pytest's exit code is the script's: no tests collected (5) fails too.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -34,7 +34,11 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,postgresql]'
+# exactly the versions install.sh installs, plus the test tools (.ci/requirements-test.lock,
+# README "The lock"; PyPI alone, as install.sh says why), then feedsync itself, editable
+PIP_CONFIG_FILE=/dev/null .venv/bin/python -m pip install --quiet \
+    --index-url https://pypi.org/simple --require-hashes -r .ci/requirements-test.lock
+.venv/bin/python -m pip install --quiet --no-deps -e .
 # datasette in a venv of its own, as a user would install it (pipx): in feedsync's venv its
 # click would make every `import httpx` load httpx's command line (rich, pygments)
 if [ ! -x .venv/datasette/bin/datasette ]; then
@@ -48,6 +52,6 @@ echo "tests/run.sh: ruff"
 echo "tests/run.sh: mypy"
 .venv/bin/mypy
 echo "tests/run.sh: shellcheck"
-shellcheck install.sh tests/run.sh .ci/run tests/pi/*.sh
+shellcheck install.sh tests/run.sh .ci/run .ci/lock .ci/newest tests/pi/*.sh
 echo "tests/run.sh: pytest"
 exec .venv/bin/python -m pytest "$@"

@@ -114,6 +114,34 @@ def test_storage_failures_exit_3_with_one_line(fs: FeedsyncEnv) -> None:
     )
 
 
+def test_help_says_proxies_are_not_used() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "feedsync", "--help"], capture_output=True, text=True, check=True
+    )
+    assert (
+        "feedsync connects directly: HTTP(S)_PROXY, ALL_PROXY and NO_PROXY are not used (a "
+        "proxy would hide the address the LAN rules are decided from)."
+    ) in " ".join(done.stdout.split())
+
+
+def test_a_proxy_in_the_environment_is_named_and_not_used(fs: FeedsyncEnv, site: Site) -> None:
+    """A proxy that does not exist changes nothing (the feed is fetched directly), and the
+    run says that the variables are not used."""
+    fs.configure([site.feed("f.xml", [Item("Story", site.page("story"))])])
+    env = cli_env(fs.root / "home")
+    env.pop("NO_PROXY")
+    env.update(HTTPS_PROXY="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9")
+    done = subprocess.run(fs.command("run"), capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "feedsync: warning: HTTPS_PROXY, http_proxy are set but not used: "
+        "feedsync connects directly\n"
+    )
+    assert "1 new entry staged, 1 article extracted" in done.stdout
+    quiet = subprocess.run(fs.command("run", "--quiet"), capture_output=True, text=True, env=env)
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+
+
 def test_cron_output_is_one_summary_line_plus_errors(fs: FeedsyncEnv, site: Site) -> None:
     good = site.feed("good.xml", [Item("Good", site.page("good"))])
     bad = site.server.set("/bad.xml", "x", status=500)

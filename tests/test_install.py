@@ -8,7 +8,9 @@ database in the developer's own /dev/shm/feedsync-<uid>.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 SERVICE_TEXT = (REPO / "systemd" / "feedsync.service").read_text()
 
 
-def install(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def install(home: Path, *args: str, source: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "VIRTUAL_ENV", "DBUS_"))
     }
@@ -35,7 +37,7 @@ def install(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         PIP_CACHE_DIR=os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache/pip")),
     )
     return subprocess.run(
-        [str(REPO / "install.sh"), "--user", *args],
+        [str(source / "install.sh"), "--user", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -245,3 +247,47 @@ def test_the_user_cron_lock_is_in_a_folder_only_the_user_has(tmp_path: Path) -> 
     assert folder.stat().st_mode & 0o777 == 0o700
     config = root / str(tmp_path).lstrip("/") / ".config/feedsync/feedsync.toml"
     assert config.stat().st_mode & 0o777 == 0o600
+
+
+# ---------------------------------------------------------------- the lock
+
+# idna 3.10's wheel on PyPI (a file's hash never changes): older than the newest release,
+# which pip would take if install.sh installed what pyproject.toml allows, not the lock
+IDNA_3_10 = "946d195a0d259cbba61165e88e65941f16e9b36ea6ddb97f00452bae8b1287d3"
+
+
+@pytest.mark.slow
+def test_install_installs_exactly_the_lock(tmp_path: Path) -> None:
+    """A Pi reinstalled in a year gets what CI tested: every package of the lock at its
+    pinned version, even where a newer one is allowed (idna pinned back to 3.10 here)."""
+    source = tmp_path / "src"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*_cache", "build"),
+    )
+    lock = source / ".ci/requirements.lock"
+    older, count = re.subn(
+        r"^idna==\S+ \\\n(?:    --hash=\S+(?: \\)?\n)+",
+        f"idna==3.10 \\\n    --hash=sha256:{IDNA_3_10}\n",
+        lock.read_text(),
+        flags=re.MULTILINE,
+    )
+    assert count == 1
+    lock.write_text(older)
+    pinned = dict(re.findall(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)", older, re.MULTILINE))
+
+    root = tmp_path / "root"
+    root.mkdir()
+    done = install(tmp_path, "--root", str(root), "--no-start", source=source)
+    assert done.returncode == 0, done.stdout + done.stderr
+    python = root / str(tmp_path).lstrip("/") / ".local/share/feedsync/venv/bin/python"
+    listing = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True
+    )
+    installed = {
+        re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listing.stdout)
+    }
+    assert installed["idna"] == "3.10"
+    assert {name: installed.get(name) for name in pinned} == pinned
+    assert installed["feedsync"]  # itself, on top, with --no-deps

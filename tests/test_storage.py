@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BACKENDS, live_and_card, wait_until, what_feedsync_sees
+from conftest import BACKENDS, FeedsyncEnv, live_and_card, wait_until, what_feedsync_sees
 
 from feedsync.records import (
     FAILED,
@@ -727,6 +727,69 @@ def test_a_folder_planted_by_another_user_in_a_shared_place_is_refused(tmp_path:
     private.mkdir(parents=True)
     os.chown(private, 12345, 12345)
     SQLiteStorage.open(private / "feedsync.db").close()
+
+
+def shared_place(tmp_path: Path) -> Path:
+    """A world-writable folder with the sticky bit, like /dev/shm and /tmp."""
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    return shared
+
+
+def test_a_link_planted_where_the_live_folder_goes_is_refused(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    """Another local user makes /dev/shm/feedsync-<uid> a link to a folder of theirs before
+    feedsync's first run: the database must not be made there, where they read it."""
+    theirs = tmp_path / "attacker"
+    theirs.mkdir()
+    link = shared_place(tmp_path) / "feedsync-1000"
+    link.symlink_to(theirs)
+    fs.db_path = link / "feedsync.db"
+    fs.snapshot_path = tmp_path / "card" / "feedsync.db"
+    done = fs.run("run", expect=3)
+    assert done.stderr == (
+        f"feedsync: storage error: {link} is a symbolic link (to {theirs}): "
+        "refusing to keep the database there\n"
+    )
+    assert list(theirs.iterdir()) == []
+    # `feedsync restore` builds the live database there too: the same refusal
+    restored = fs.run("restore", expect=3)
+    assert "is a symbolic link" in restored.stderr and list(theirs.iterdir()) == []
+
+
+def test_our_own_live_folder_open_to_others_in_a_shared_place_is_closed(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    """A folder of ours in /dev/shm that others may read (made by hand, or under a umask
+    of 022 by an older feedsync) is made 0700, and the run says so; the run goes on."""
+    folder = shared_place(tmp_path) / "feedsync-1000"
+    folder.mkdir()
+    folder.chmod(0o755)
+    fs.db_path = folder / "feedsync.db"
+    fs.snapshot_path = tmp_path / "card" / "feedsync.db"
+    done = fs.run("run")
+    assert folder.stat().st_mode & 0o7777 == 0o700
+    assert (
+        f"feedsync: {folder} was open to other users (mode 0755) in the world-writable "
+        f"{folder.parent}: made it 0700\n"
+    ) in done.stderr
+    assert (folder / "feedsync.db").exists()
+    again = fs.run("run")  # closed now: nothing more to say
+    assert "open to other users" not in again.stderr
+
+
+def test_a_file_planted_where_the_live_folder_goes_is_refused(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    planted = shared_place(tmp_path) / "feedsync-1000"
+    planted.write_text("")
+    fs.db_path = planted / "feedsync.db"
+    done = fs.run("run", expect=3)
+    assert done.stderr == (
+        f"feedsync: storage error: {planted} is not a folder: refusing to keep the database there\n"
+    )
 
 
 # ---------------------------------------------------------------- retention

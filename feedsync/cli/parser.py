@@ -14,6 +14,7 @@ from feedsync import __version__
 if TYPE_CHECKING:
     pass
 from feedsync.cli.common import ENTRY_STATES, EXIT_USAGE
+from feedsync.config import NO_PROXY_NOTE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="feedsync",
         description="Poll RSS/Atom feeds and keep every news article exactly once, "
         "with its full text. --config and --debug may also follow the command's name.",
+        epilog=NO_PROXY_NOTE,
     )
     _global_options(parser, main=True)
     parser.add_argument("--version", action="version", version=f"feedsync {__version__}")

@@ -17,7 +17,12 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
     import threading
 
     from feedsync import progress
+    from feedsync.config import proxy_warning
     from feedsync.pipeline import run_pass
+
+    unused = proxy_warning()
+    if unused is not None and not args.quiet:
+        print(f"feedsync: warning: {unused}", file=sys.stderr)
 
     # SIGTERM (a timeout, a shutdown) and Ctrl-C: stop taking new work, let the open
     # transaction finish, give back the rows this run holds, print the summary.

@@ -94,11 +94,13 @@ def restore_snapshot(
     returns the card's path. Raises StorageError (SnapshotRefused without ``force``)."""
     from feedsync import timestamps
     from feedsync.storage import card_restore
+    from feedsync.storage.folders import check_directory
 
     if config.url is not None:
         raise StorageError(SNAPSHOTS_DO_NOT_APPLY)
     if config.snapshot is None:
         raise StorageError("no snapshot is configured ([storage] snapshot)")
+    check_directory(config.live_path.parent, notice)  # a folder planted in /dev/shm: no
     since = timestamps.to_iso(timestamps.now() - (keep or Keep()).live)
     card_restore.restore(config.live_path, config.card_path, since, force=force, notice=notice)
     return str(config.card_path)

@@ -48,6 +48,7 @@ from feedsync.storage import budget, busy, card_files, card_restore
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
 from feedsync.storage.errors import StorageError, StorageFull
+from feedsync.storage.folders import check_directory
 from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 from feedsync.storage.sqlite_reading import SQLiteReading
@@ -64,23 +65,6 @@ SPILL_STEP = 0.1
 
 def _ignore(message: str) -> None:
     pass
-
-
-def _check_directory(folder: Path) -> None:
-    """Create the database's folder. In a world-writable place (/dev/shm, /tmp) it must be
-    ours: another local user could pre-create /dev/shm/feedsync-1000 and read or swap the
-    database. Elsewhere, a folder shared through its group is the owner's business."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        owner = folder.stat().st_uid
-        parent_mode = folder.parent.stat().st_mode
-    except OSError as exc:
-        raise StorageError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if parent_mode & stat.S_IWOTH and owner not in (os.geteuid(), 0):
-        raise StorageError(
-            f"{folder} belongs to another user (uid {owner}) in the world-writable "
-            f"{folder.parent}: refusing to keep the database there"
-        )
 
 
 class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
@@ -129,8 +113,8 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
             config = StorageConfig(db=config, snapshot=None)
         keep = keep or Keep()
         live = config.live_path
-        _check_directory(live.parent)
-        _check_directory(config.card_path.parent)
+        check_directory(live.parent, notice)
+        check_directory(config.card_path.parent, notice)
         in_use = card_files.acquire(card_files.lock_path(live), shared=True)
         now = clock()
         try:
