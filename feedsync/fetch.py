@@ -175,7 +175,7 @@ def _describe(exc: Exception, elapsed: float) -> str:
     if isinstance(exc, httpx.ConnectTimeout):
         return f"cannot connect: {exc}"
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
-        return f"timed out after {elapsed:.1f}s"
+        return f"timed out after {round(elapsed, 1):g}s"
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect: {exc or type(exc).__name__}"
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):

@@ -122,7 +122,7 @@ def test_one_plain_429_backs_its_host_off_a_minute_and_spends_no_attempt(
         "f.xml",
         [Item(f"Story {n}", url, NOW - timedelta(minutes=n)) for n, url in enumerate(pages)],
     )
-    fs.configure([feed], poll={"per_host": 2})
+    fs.configure([feed], poll={"per_host": 2}, fetch={"lan_hosts": ["localhost"]})
 
     stats = fs.run_json()
 
@@ -193,7 +193,7 @@ def test_an_unreachable_host_is_tried_once_and_all_its_work_settled(
         feed = site.feed("f.xml", items)
         dead_feeds = ["http://name.invalid/feeds/a.xml", "http://name.invalid/feeds/b.xml"]
         # per_host 1: the next request to a host starts only once the last one is over
-        fs.configure([feed, *dead_feeds], poll={"per_host": 1})
+        fs.configure([feed, *dead_feeds], poll={"per_host": 1}, fetch={"lan_hosts": ["localhost"]})
 
         stats = fs.run_json()
 
