@@ -30,7 +30,7 @@ import httpx
 
 from feedsync import fetch
 from feedsync.guard import Guard
-from feedsync.localserver import LocalServer
+from feedsync.localserver import dual_stack_with_dead_ipv6
 
 POLLS = 150
 IDLE_CLOSE = 0.2
@@ -122,25 +122,9 @@ def stale_connections() -> dict[str, int]:
 
 
 def _dual_stack(answer: Callable[[int], dict[str, float]]) -> dict[str, float]:
-    for _ in range(20):
-        dead = socket.socket(socket.AF_INET6)
-        dead.bind(("::1", 0))
-        dead.listen(0)
-        port = dead.getsockname()[1]
-        try:
-            server = LocalServer("127.0.0.1", port).start()
-        except OSError:
-            dead.close()
-            continue
-        filler = socket.create_connection(("::1", port))
-        try:
-            server.set("/feed.xml", "<rss/>", "application/rss+xml")
-            return answer(port)
-        finally:
-            server.stop()
-            filler.close()
-            dead.close()
-    raise RuntimeError("no port free on both loopback addresses")
+    with dual_stack_with_dead_ipv6() as (server, port):
+        server.set("/feed.xml", "<rss/>", "application/rss+xml")
+        return answer(port)
 
 
 def happy_eyeballs(runs: int = 5) -> dict[str, list[float]]:

@@ -8,13 +8,14 @@ exactly once" from the server's side. Only ever binds the loopback address.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import socket
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -225,3 +226,29 @@ class LocalServer:
             except (TypeError, ValueError):
                 return False
         return False
+
+
+@contextlib.contextmanager
+def dual_stack_with_dead_ipv6() -> Iterator[tuple[LocalServer, int]]:
+    """A host on one port of both loopback addresses whose IPv6 side drops SYNs: a
+    listener on [::1] with a full accept queue (nobody accepts; the kernel drops the SYNs
+    that follow, as a broken IPv6 path does), the feed server on 127.0.0.1."""
+    for _ in range(20):
+        dead = socket.socket(socket.AF_INET6)
+        dead.bind(("::1", 0))
+        dead.listen(0)
+        port = dead.getsockname()[1]
+        try:
+            server = LocalServer("127.0.0.1", port).start()
+        except OSError:  # that port is taken on 127.0.0.1: another pair
+            dead.close()
+            continue
+        filler = socket.create_connection(("::1", port))  # fills the queue of one
+        try:
+            yield server, port
+        finally:
+            server.stop()
+            filler.close()
+            dead.close()
+        return
+    raise RuntimeError("no port free on both loopback addresses")

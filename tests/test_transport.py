@@ -10,7 +10,6 @@ public address where a test says so, and [::1] stays what it is: the LAN.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ import pytest
 
 from feedsync import discover, fetch, guard
 from feedsync.guard import Guard
-from feedsync.localserver import LocalServer
+from feedsync.localserver import LocalServer, dual_stack_with_dead_ipv6
 
 
 class FakeDNS:
@@ -238,38 +237,12 @@ def test_a_lan_page_may_name_a_lan_feed(lan: LocalServer, dns: FakeDNS) -> None:
 # ---------------------------------------------------------------- Happy Eyeballs
 
 
-@contextlib.contextmanager
-def _dual_stack_with_dead_ipv6() -> Iterator[tuple[LocalServer, int]]:
-    """A host on one port of both loopback addresses whose IPv6 side drops SYNs: a
-    listener on [::1] with a full accept queue (nobody accepts; the kernel drops the SYNs
-    that follow, as a broken IPv6 path does), the feed server on 127.0.0.1."""
-    for _ in range(20):
-        dead = socket.socket(socket.AF_INET6)
-        dead.bind(("::1", 0))
-        dead.listen(0)
-        port = dead.getsockname()[1]
-        try:
-            server = LocalServer("127.0.0.1", port).start()
-        except OSError:  # that port is taken on 127.0.0.1: another pair
-            dead.close()
-            continue
-        filler = socket.create_connection(("::1", port))  # fills the queue of one
-        try:
-            yield server, port
-        finally:
-            server.stop()
-            filler.close()
-            dead.close()
-        return
-    raise RuntimeError("no port free on both loopback addresses")
-
-
 def test_a_dual_stack_host_whose_ipv6_drops_packets_is_reached_over_ipv4(
     dns: FakeDNS,
 ) -> None:
     """The IPv6 address is tried first and never answers; the IPv4 one, started while
     the first still tries, connects: the feed is fetched, not "timed out"."""
-    with _dual_stack_with_dead_ipv6() as (server, port):
+    with dual_stack_with_dead_ipv6() as (server, port):
         server.set("/feed.xml", "<rss/>", "application/rss+xml")
         dns.answers["dual.test"] = ["::1", "127.0.0.1"]
         (result,) = _fetch([(f"http://dual.test:{port}/feed.xml", Guard.feed())])
@@ -278,7 +251,7 @@ def test_a_dual_stack_host_whose_ipv6_drops_packets_is_reached_over_ipv4(
 
 
 def test_a_host_that_answers_on_no_address_says_how_long_it_tried(dns: FakeDNS) -> None:
-    with _dual_stack_with_dead_ipv6() as (server, port):
+    with dual_stack_with_dead_ipv6() as (server, port):
         server.stop()  # nobody on 127.0.0.1 either: that one is refused at once
         dns.answers["dead.test"] = ["::1"]
         (result,) = _fetch(
