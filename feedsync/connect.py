@@ -144,7 +144,7 @@ async def _attempt(address: str, port: int) -> Stream:
     try:
         _, protocol = await loop.create_connection(_Protocol, host=address, port=port)
     except OSError as exc:
-        raise httpx.ConnectError(f"{_reason(exc)} ({_shown(address)}:{port})") from None
+        raise httpx.ConnectError(_reason(exc)) from None
     return Stream(protocol, address)
 
 
