@@ -24,7 +24,7 @@ raises :class:`NotAFeed` with a one-line reason.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from feedsync import timestamps
@@ -32,7 +32,7 @@ from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.parse.fast import fast_route, read_fast
 from feedsync.parse.jsonfeed import UNTITLED_TITLE_CHARS, is_json_feed, read_json_feed
-from feedsync.parse.raw import NotAFeed, RawEntry, RawFeed
+from feedsync.parse.raw import MAX_ENTRIES, NotAFeed, RawEntry, RawFeed, newest
 from feedsync.parse.referee import read_feedparser
 from feedsync.records import Entry, ParsedFeed
 from feedsync.terminal import clean
@@ -59,35 +59,11 @@ __all__ = [
 # An entry whose title is longer is skipped; a channel title or an author is cut to it.
 MAX_TITLE_CHARS = 1000
 MAX_SUMMARY_CHARS = 64 * 1024
-# Entries read from one document (the newest: _newest); the rest are counted as skipped.
-MAX_ENTRIES = 2000
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _text(value: Any) -> str:
     """A one-line field (title, author): no control characters, whitespace collapsed."""
     return " ".join(clean(value, one_line=True).split()) if isinstance(value, str) else ""
-
-
-def _newest(raw_entries: list[RawEntry], limit: int) -> tuple[list[RawEntry], int]:
-    """At most ``limit`` entries: the newest by date (undated ones after the dated), kept
-    in document order; and how many were left out.
-
-    A feed that is really an archive (100,000 entries in 10 MB) took a minute of CPU here
-    to read and stage, on a Pi far longer than the service's watchdog allows, and none of
-    it is news. Dates first, not document order: some feeds list oldest first."""
-    if len(raw_entries) <= limit:
-        return raw_entries, 0
-
-    newest_first = sorted(
-        range(len(raw_entries)),
-        key=lambda i: (raw_entries[i].date is not None, raw_entries[i].date or _EPOCH),
-        reverse=True,  # stable still: entries of one date keep their document order
-    )
-    kept = sorted(newest_first[:limit])
-    return [raw_entries[i] for i in kept], len(raw_entries) - limit
 
 
 def skip_reason(raw: RawEntry, base_url: str, feed_url: str | None = None) -> tuple[str, str] | str:
@@ -130,7 +106,11 @@ def _entry(raw: RawEntry, url: str, title: str, fetched_at: datetime) -> Entry:
 
 def _normalise(raw: RawFeed, url: str, fetched_at: datetime) -> ParsedFeed:
     """One normal form, whichever reader read the document."""
-    raw_entries, too_many = _newest(raw.entries, MAX_ENTRIES)
+    # the readers of fast.py and jsonfeed.py cap before their per-entry work; feedsync
+    # cannot inside feedparser, so here, before any of its own
+    kept = newest([entry.date for entry in raw.entries])
+    raw_entries = [raw.entries[i] for i in kept] if len(kept) < len(raw.entries) else raw.entries
+    too_many = raw.beyond + len(raw.entries) - len(kept)
     entries: list[Entry] = []
     reasons: list[str] = [*raw.rejected, *[f"beyond the newest {MAX_ENTRIES}"] * too_many]
     feed_url = canonical_url(url)

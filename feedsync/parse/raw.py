@@ -7,9 +7,16 @@ cut or cleaned; the package's normal form (``feedsync.parse._normalise``) makes 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+# Entries read from one document: the newest (:func:`newest`); the rest are counted as
+# skipped, never read further.
+MAX_ENTRIES = 2000
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class NotAFeed(Exception):
@@ -37,3 +44,24 @@ class RawFeed:
     problem: str | None = None  # what was malformed (feedparser's bozo), if anything
     ttl: Any = None  # RSS <ttl>, as written (minutes)
     rejected: tuple[str, ...] = ()  # why entries that are no entry at all were left out
+    beyond: int = 0  # entries past the newest MAX_ENTRIES, left unread by the reader
+
+
+def newest(dates: Sequence[datetime | None], limit: int = MAX_ENTRIES) -> list[int]:
+    """The positions of the ``limit`` newest entries by date (undated ones after the
+    dated), in document order; every position when there are no more than ``limit``.
+
+    The cap comes before any per-entry work: a feed that is really an archive (100,000
+    entries in 10 MB) is read to its dates, then only the newest are turned into
+    entries. Each reader calls this as soon as it has the dates, and the normal form
+    once more for a reader that could not (feedparser reads the whole document itself).
+    Dates first, not document order: some feeds list oldest first. Linear but for one
+    sort of the positions (n log n, in C)."""
+    if len(dates) <= limit:
+        return list(range(len(dates)))
+    newest_first = sorted(
+        range(len(dates)),
+        key=lambda i: (dates[i] is not None, dates[i] or _EPOCH),
+        reverse=True,  # stable still: entries of one date keep their document order
+    )
+    return sorted(newest_first[:limit])
