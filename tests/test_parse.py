@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sitegen import Item
 
-from feedsync import decide
+from feedsync import decide, parse
 from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, parse_feed
 from feedsync.records import ParsedFeed, PollIntent
 from feedsync.storage.sqlite import SQLiteStorage
@@ -468,3 +468,52 @@ def test_an_archive_of_a_feed_is_read_to_its_newest_entries() -> None:
     assert titles[0] == "Story 500" and titles[-1] == f"Story {MAX_ENTRIES + 499}"
     assert parsed.skipped == 501 and "Undated" not in titles
     assert parsed.warning == f"501 entries skipped: beyond the newest {MAX_ENTRIES}"
+
+
+@pytest.mark.parametrize("tail", ["", "<description><![CDATA[never closed"])
+def test_an_archive_only_feedparser_reads_is_cut_to_its_newest_entries_first(tail: str) -> None:
+    """The same archive, malformed (a bare '&' in each title), so that feedparser's
+    lenient reader reads it: the newest MAX_ENTRIES are read and the rest counted, as on
+    the fast path, and an <item> written inside a CDATA section or a comment is text, not
+    an entry to keep or cut. A document whose entries cannot be told apart plainly (a
+    CDATA section never closed, at the end) is read whole: the same entries."""
+    from feedsync.parse import MAX_ENTRIES, fast_route
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    items = []
+    for n in range(MAX_ENTRIES + 500):
+        day = start + timedelta(minutes=n)
+        extra = ""
+        if n == MAX_ENTRIES + 400:
+            extra = (
+                "<description><![CDATA[<item><title>Fake</title>"
+                "<link>https://example.com/fake</link></item>]]></description>"
+                "<!-- <item><title>Fake too</title></item> -->"
+            )
+        items.append(
+            f"<item><title>Story {n} & more</title><link>https://example.com/{n}</link>"
+            f"<pubDate>{day:%a, %d %b %Y %H:%M:%S} GMT</pubDate>{extra}</item>"
+        )
+    items.insert(10, "<item><title>Undated</title><link>https://example.com/undated</link></item>")
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>archive</title>'
+        + "".join(items)
+        + tail
+        + "</channel></rss>"
+    ).encode()
+    assert fast_route(body, "application/rss+xml") is None  # feedparser's to read
+    # cut before feedparser reads it, unless the entries cannot be told apart plainly
+    raw = parse.read_feedparser(body, "https://example.com/feed.xml", "application/rss+xml")
+    assert (len(raw.entries), raw.beyond) == (
+        (MAX_ENTRIES + 501, 0) if tail else (MAX_ENTRIES, 501)
+    )
+    parsed = parse_feed(
+        body, "https://example.com/feed.xml", start + timedelta(days=30), "application/rss+xml"
+    )
+    titles = [e.title for e in parsed.entries]
+    assert len(titles) == MAX_ENTRIES
+    assert titles[0] == "Story 500 & more" and titles[-1] == f"Story {MAX_ENTRIES + 499} & more"
+    assert parsed.skipped == 501 and "Undated" not in titles
+    assert not any(t.startswith("Fake") for t in titles)
+    assert parsed.title == "archive"
+    assert f"501 entries skipped: beyond the newest {MAX_ENTRIES}" in (parsed.warning or "")
