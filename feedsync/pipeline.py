@@ -113,7 +113,6 @@ class Pass:
         finally:
             if self.articles is not None:
                 self.articles.close(kill=ended_early)
-            self.polls.close()
             c.close_lane()  # the transaction in progress finishes
             # Give back whatever this pass still holds: after a stop or an exception, the
             # claims in progress; after a whole pass, a row it staged for itself that its

@@ -32,6 +32,9 @@ from feedsync.records import FailureOutcome, RunStats
 class Progress(Protocol):
     def start_feeds(self, total: int) -> None: ...
     def feed_done(self, staged: int) -> None: ...
+    def working(self) -> None:
+        """A long step under way and bounded (a big document's parse): progress still."""
+
     def start_articles(self) -> None: ...
     def articles_claimed(self, count: int) -> None: ...
     def article_done(self) -> None: ...
@@ -152,6 +155,9 @@ class PlainProgress:
     def start_feeds(self, total: int) -> None:
         pass
 
+    def working(self) -> None:
+        pass
+
     def feed_done(self, staged: int) -> None:
         pass
 
@@ -219,6 +225,9 @@ class TerminalProgress:
         self._bars.start()
         self._feeds = self._bars.add_task("polling feeds", total=total, note="")
 
+    def working(self) -> None:
+        pass
+
     def feed_done(self, staged: int) -> None:
         self._staged += staged
         self._bars.update(self._feeds, advance=1, note=f"{self._staged} new entries")
@@ -262,6 +271,9 @@ class LogProgress:
         self._failures = ArticleFailures()
 
     def start_feeds(self, total: int) -> None:
+        self._alive()
+
+    def working(self) -> None:
         self._alive()
 
     def feed_done(self, staged: int) -> None:

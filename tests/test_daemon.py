@@ -379,3 +379,61 @@ def test_a_long_pass_saves_on_its_way(
         release.set()
     wait_until(lambda: on_the_card() == 4, "the held story saved too")
     assert daemon.stop() == 0
+
+
+def _big_feed(site: Site, entries: int) -> tuple[str, str]:
+    """A feed of ``entries`` entries whose descriptions are HTML nested 200 deep: the
+    slowest document per byte there is for feedparser's sanitiser (~5 ms an entry here,
+    seconds in all; minutes on a Pi). Its URL and path."""
+    from bench.hostile import document
+
+    body, content_type = document("deep", entries, site=site.url("").rstrip("/"))
+    return site.server.set("/big.xml", body, content_type), "/big.xml"
+
+
+def test_a_long_parse_feeds_the_watchdog(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    notify: NotifySocket,
+    start_daemon: Callable[..., RunningDaemon],
+) -> None:
+    """A document that takes longer to parse than the watchdog allows is progress, not a
+    hang: the watchdog is fed all along (systemd would kill the service on every poll of
+    that feed otherwise, on a Pi where a big feed takes minutes)."""
+    url, path = _big_feed(site, 1200)
+    fs_card.configure([url], **FAST)
+    daemon = start_daemon(NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC="2000000")
+    wait_until(lambda: site.hits(path) >= 1, "the feed fetched", timeout=60)
+    served = time.monotonic()
+
+    def staged() -> int:
+        try:
+            return int(fs_card.query("SELECT count(*) FROM news_summary")[0][0])
+        except sqlite3.OperationalError:
+            return 0
+
+    wait_until(lambda: staged() == 1200, "the 1,200 entries staged", timeout=300)
+    done = time.monotonic()
+    assert done - served > 2.0, "the parse was shorter than the watchdog: nothing shown"
+    pings = [at for at, text in notify.messages if served <= at <= done and "WATCHDOG=1" in text]
+    gaps = [b - a for a, b in zip([served, *pings], [*pings, done], strict=True)]
+    assert max(gaps) < 2.0, f"the watchdog went hungry for {max(gaps):.1f}s"
+    assert daemon.stop() == 0
+
+
+def test_a_stop_does_not_wait_for_a_long_parse(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """SIGTERM while a big document is being parsed takes effect in seconds: the parse
+    has nothing to save, so the daemon does not wait for it (~10 s here, minutes on a
+    Pi, past systemd's TimeoutStopSec), and the feed is polled again at the next start."""
+    url, path = _big_feed(site, 2000)
+    fs_card.configure([url], **FAST)
+    daemon = start_daemon()
+    wait_until(lambda: site.hits(path) >= 1, "the feed fetched", timeout=60)
+    daemon.signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    assert daemon.stop(timeout=60) == 0
+    assert time.monotonic() - signalled < 5.0
+    assert fs_card.query("SELECT count(*) FROM news_summary")[0][0] == 0
+    assert "stopped" in daemon.output()
