@@ -11,7 +11,17 @@ same documents at smaller sizes as a property test.
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from feedsync.records import ParsedFeed
 
 SHAPES = (
     "plain",  # title, link, description, date: the ordinary feed, for comparison
@@ -25,22 +35,17 @@ SHAPES = (
     "json",
 )
 
-_DAY = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _date(i: int) -> str:
-    """A distinct RFC 822 date per entry, newest last (an archive listed oldest first)."""
-    minutes = i % 60
-    hours = (i // 60) % 24
-    day = 1 + (i // 1440) % 28
-    return f"{_DAY[(day - 1) % 7]}, {day:02d} Feb 2026 {hours:02d}:{minutes:02d}:00 GMT"
+    """A distinct RFC 822 date per entry, a minute apart, newest last (an archive listed
+    oldest first)."""
+    return f"{_START + timedelta(minutes=i):%a, %d %b %Y %H:%M:%S} GMT"
 
 
 def _iso(i: int) -> str:
-    minutes = i % 60
-    hours = (i // 60) % 24
-    day = 1 + (i // 1440) % 28
-    return f"2026-02-{day:02d}T{hours:02d}:{minutes:02d}:00Z"
+    return f"{_START + timedelta(minutes=i):%Y-%m-%dT%H:%M:%S}Z"
 
 
 def document(shape: str, entries: int, site: str = "https://news.example.com") -> tuple[bytes, str]:
@@ -94,3 +99,83 @@ def document(shape: str, entries: int, site: str = "https://news.example.com") -
         "<link>https://news.example.com/</link>" + "".join(items) + "</channel></rss>"
     )
     return body.encode(), "application/rss+xml"
+
+
+FEED = "https://news.example.com/feed.xml"
+FETCHED = datetime(2026, 3, 1, tzinfo=UTC)
+SIZES = (2000, 20000, 100000)
+# HTML nested 200 deep is ~2.3 KB an entry: 100,000 of them would be 230 MB, far past the
+# 10 MB a feed may be ([fetch] max_feed_bytes).
+DEEP_SIZES = (500, 2000, 4000)
+
+
+def stage(path: Path, parsed: ParsedFeed) -> None:
+    """One poll of a new feed staged into a new SQLite database at ``path``, the
+    revision rules on: record_poll's one write transaction, as a pass makes it."""
+    from feedsync import decide
+    from feedsync.records import PollIntent
+    from feedsync.storage.sqlite import SQLiteStorage
+
+    storage = SQLiteStorage.open(path)
+    try:
+        storage.add_feed(FEED, "2026-03-01T00:00:00Z")
+        chosen = decide.candidates(parsed.entries, "", timedelta(hours=24))
+        storage.record_poll(
+            PollIntent(
+                feed_id=storage.feeds_to_poll()[0].id,
+                polled_at="2026-03-01T00:00:00Z",
+                entries=chosen,
+                newest_published=decide.newest_published(chosen),
+                next_poll_at="2026-03-01T01:00:00Z",
+                owner="scale",
+                lease_until="2026-03-01T00:15:00Z",
+                window_start="2026-02-01T00:00:00Z",
+            )
+        )
+    finally:
+        storage.close()
+
+
+def measure(shape: str, size: int, folder: Path) -> tuple[float, float, int]:
+    """(parse CPU s, stage CPU s, entries staged) of one document."""
+    from feedsync.parse import parse_feed
+
+    body, content_type = document(shape, size)
+    started = time.process_time()
+    parsed = parse_feed(body, FEED, FETCHED, content_type)
+    parsed_at = time.process_time()
+    stage(folder / f"{shape}-{size}.db", parsed)
+    return parsed_at - started, time.process_time() - parsed_at, len(parsed.entries)
+
+
+def main() -> None:
+    """Print, per shape, the CPU per entry of parse and stage at each size, and the
+    largest growth from one size to the next (flat: at most 1.5x)."""
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--shape", action="append", choices=SHAPES, help="default: all")
+    args = options.parse_args()
+    worst = 0.0
+    with tempfile.TemporaryDirectory(prefix="feedsync-bench-hostile-") as folder:
+        for shape in args.shape or SHAPES:
+            sizes = DEEP_SIZES if shape == "deep" else SIZES
+            parse_per, stage_per, cells = [], [], []
+            for size in sizes:
+                parse_s, stage_s, staged = measure(shape, size, Path(folder))
+                parse_per.append(parse_s / size)
+                stage_per.append(stage_s / max(staged, 1))
+                cells.append(
+                    f"{size:>6}: parse {parse_s / size * 1e6:6.1f} us"
+                    f" + stage {stage_s / max(staged, 1) * 1e6:6.1f} us/entry"
+                )
+            growth = max(
+                later / earlier
+                for per in (parse_per, stage_per)
+                for earlier, later in itertools.pairwise(per)
+            )
+            worst = max(worst, growth)
+            print(f"{shape:<16} " + " | ".join(cells) + f" | growth {growth:.2f}x", flush=True)
+    print(f"largest growth of CPU per entry from one size to the next: {worst:.2f}x (bar: 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

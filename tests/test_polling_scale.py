@@ -20,17 +20,14 @@ import functools
 import itertools
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
-from bench.hostile import document
-from feedsync import decide
-from feedsync.parse import ParsedFeed, parse_feed
-from feedsync.records import PollIntent
-from feedsync.storage.sqlite import SQLiteStorage
+from bench.hostile import document, stage
+from feedsync.parse import parse_feed
 
 FEED = "https://news.example.com/feed.xml"
 FETCHED = datetime(2026, 3, 1, tzinfo=UTC)
@@ -53,28 +50,6 @@ def cpu(work: Callable[[], T], repeats: int) -> tuple[float, T]:
         result = work()
         best = min(best, time.process_time() - started)
     return max(best, 1e-6), result
-
-
-def stage(path: Path, parsed: ParsedFeed) -> None:
-    """One poll of a new feed staged in a new database: the revision rules on."""
-    storage = SQLiteStorage.open(path)
-    try:
-        storage.add_feed(FEED, "2026-03-01T00:00:00Z")
-        chosen = decide.candidates(parsed.entries, "", timedelta(hours=24))
-        storage.record_poll(
-            PollIntent(
-                feed_id=storage.feeds_to_poll()[0].id,
-                polled_at="2026-03-01T00:00:00Z",
-                entries=chosen,
-                newest_published=decide.newest_published(chosen),
-                next_poll_at="2026-03-01T01:00:00Z",
-                owner="scale",
-                lease_until="2026-03-01T00:15:00Z",
-                window_start="2026-02-01T00:00:00Z",
-            )
-        )
-    finally:
-        storage.close()
 
 
 @pytest.mark.parametrize("shape", SHAPES)
