@@ -295,3 +295,64 @@ def test_a_json_feed_is_polled_like_any_feed(fs: FeedsyncEnv, server: LocalServe
     fs.run("run")
     listing = fs.run("feeds").stdout
     assert "malformed JSON" in listing
+
+
+def test_a_lone_surrogate_costs_one_character_not_the_feed(fs: FeedsyncEnv, site: Site) -> None:
+    """Through ``feedsync add`` and ``feedsync run``: a lone surrogate in a JSON Feed, as a
+    ``\\ud800`` escape or as raw bytes (json.loads decodes bytes with "surrogatepass"),
+    failed the whole feed on every poll ("unexpected UnicodeEncodeError ... surrogates not
+    allowed"), the good item beside it never staged. Now the character is dropped from
+    whichever field carries it, the link and the guid too, and every entry lands."""
+
+    def served(name: str, *, raw_bytes: bool) -> tuple[str, bytes]:
+        items = [
+            {"id": f"{name}-good", "url": site.page(f"{name}-good"), "title": f"Good {name}"},
+            {
+                "id": f"tag:x,2026:\ud800{name}",
+                "url": site.page(f"{name}-lone") + "\udc00",
+                "title": f"Lone \ud800{name}\udfff",
+                "summary": "Text \udbff with a lone one",
+                "authors": [{"name": "Ana \udc00"}],
+            },
+        ]
+        document = {"version": "https://jsonfeed.org/version/1.1", "title": "Wire \ud800"}
+        text = json.dumps({**document, "items": items}, ensure_ascii=not raw_bytes)
+        if raw_bytes:  # and a pair spelled as CESU-8 bytes: one emoji
+            text = text.replace("Text ", "Text \ud83d\ude00 ")
+        body = text.encode("utf-8", "surrogatepass")
+        return site.server.set(f"/{name}.json", body, JSON_FEED), body
+
+    escaped, escaped_body = served("escaped", raw_bytes=False)
+    raw, raw_body = served("raw", raw_bytes=True)
+    assert b"\\ud800" in escaped_body and b"\xed\xa0\x80" in raw_body  # as the test means
+    added = fs.run("add", escaped)
+    assert added.stdout.startswith(f"added {escaped}: Wire, 2 entries staged;"), added.stdout
+    fs.configure([escaped, raw])
+    done = fs.run("run")
+    assert "unexpected" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert fs.query("SELECT url, title, error_count, last_error FROM feeds ORDER BY id") == [
+        (escaped, "Wire", 0, None),
+        (raw, "Wire", 0, None),
+    ]
+    rows = fs.query("SELECT url, title, summary, author, guid FROM news_summary ORDER BY title")
+    assert rows == [
+        (site.url("/articles/escaped-good"), "Good escaped", "", None, "escaped-good"),
+        (site.url("/articles/raw-good"), "Good raw", "", None, "raw-good"),
+        (
+            site.url("/articles/escaped-lone"),
+            "Lone escaped",
+            "Text  with a lone one",
+            "Ana",
+            "tag:x,2026:escaped",
+        ),
+        (
+            site.url("/articles/raw-lone"),
+            "Lone raw",
+            "Text 😀  with a lone one",
+            "Ana",
+            "tag:x,2026:raw",
+        ),
+    ]
+    assert "4 articles extracted (0 failed" in done.stdout, done.stdout
+    listed = fs.run("news").stdout
+    assert "Lone escaped" in listed and "Lone raw" in listed
