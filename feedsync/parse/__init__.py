@@ -13,6 +13,10 @@ Three readers turn a document into :class:`RawFeed` (what the feed says, as it s
   DOCTYPE, a content type that is not XML, and any document fastfeedparser refuses.
   Without fastfeedparser installed, feedparser reads every XML document.
 
+Before an XML reader sees a document, a server charset its bytes contradict (UTF-16 for
+a document that starts as ASCII, ISO-8859-1 for one with a UTF-16 byte order mark) is set
+right (``parse/charset.py``).
+
 Then the same normal form for all three, here (:func:`_normalise`): per entry, the
 canonical URL (:mod:`feedsync.canonical`, relative links resolved against the feed's own
 URL), the title with whitespace collapsed, the date in UTC (``published``, else
@@ -33,6 +37,7 @@ from typing import Any, TypeVar
 from feedsync import timestamps
 from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
+from feedsync.parse.charset import fitted as fitted_charset
 from feedsync.parse.fast import fast_route, read_fast
 from feedsync.parse.jsonfeed import UNTITLED_TITLE_CHARS, is_json_feed, read_json_feed
 from feedsync.parse.raw import NotAFeed, RawEntry, RawFeed
@@ -227,6 +232,7 @@ def read(body: bytes, url: str, content_type: str | None = None, *, fast: bool =
     ``fast=False``: never by fastfeedparser (the referee test compares the two)."""
     if is_json_feed(body):
         return read_json_feed(body)
+    content_type = fitted_charset(body, content_type)
     if fast:
         raw = read_fast(body, url, content_type)
         if raw is not None:
