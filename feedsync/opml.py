@@ -9,9 +9,10 @@ files that break the rules it was silent about what it left out: an outline whos
 lost its feed without a word, and it gives no list of what it did not take. Reading the
 outlines here, every outline is accounted for: imported, a repeat of one before it
 (counted from the outlines read, so comments and empty ``xmlUrl=""`` are not repeats),
-or not imported with its reason. A feed URL glued to the attribute before it by a stray
-quote is still found (the HTML parser makes one attribute of both; its name ends in
-``xmlurl``). ``feed://host/x`` means ``http://host/x`` and ``feed:https://...`` the
+or not imported with its reason (an outline of ``type="source"`` or ``"include"`` links
+another subscription list: its ``xmlUrl`` is no feed). A feed URL glued to the attribute
+before it by a stray quote is still found (the HTML parser makes one attribute of both;
+its name ends in ``xmlurl``). ``feed://host/x`` means ``http://host/x`` and ``feed:https://...`` the
 URL after ``feed:``, as feed readers take them.
 
 **Folders** become a feed's category path, ``"News/World"`` for a feed two folders deep.
@@ -39,6 +40,9 @@ from feedsync.terminal import clean
 _COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
 _XML_URL = re.compile(rb"\sxmlUrl\s*=", re.IGNORECASE)
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+# Outlines that link another subscription list, not a feed, even with an xmlUrl: "source"
+# (listparser's reading of such lists), "include" (OPML 2.0's inclusion of another file)
+_LIST_TYPES = frozenset({"source", "include"})
 
 
 class OpmlError(Exception):
@@ -186,7 +190,12 @@ def read(data: bytes) -> OpmlList:
                 continue
             read_urls += 1
             title = clean(attributes.get("title") or attributes.get("text") or "", one_line=True)
-            if not raw.strip():
+            kind = attributes.get("type", "").strip()
+            if kind.lower() in _LIST_TYPES:
+                what = clean(_feed_url(raw), one_line=True) or title or "-"
+                reason = f'a link to another subscription list (type="{kind}"), not a feed'
+                skipped.append(Skipped(child.sourceline, what, reason))
+            elif not raw.strip():
                 skipped.append(Skipped(child.sourceline, title or "-", 'no feed URL (xmlUrl="")'))
             else:
                 url = canonical_url(_feed_url(raw))

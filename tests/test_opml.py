@@ -116,6 +116,76 @@ def test_import_opml_from_the_wild_reports_every_outline_not_imported(
     )
 
 
+LISTS = b"""<?xml version="1.0" encoding="utf-8"?>
+<opml version="2.0"><head><title>with other lists in it</title></head><body>
+<outline type="rss" text="News" xmlUrl="https://news.example/rss"/>
+<outline type="source" text="Friends' blogroll" xmlUrl="https://friends.example/blogroll.opml"/>
+<outline type="Source" text="Podcasts" xmlUrl="feed://pods.example/list.opml"/>
+<outline type="include" text="Work" xmlUrl="https://work.example/subscriptions.opml"/>
+</body></opml>
+"""
+
+
+def test_outlines_that_link_other_subscription_lists_are_not_feeds() -> None:
+    """``type="source"`` (and OPML 2.0's ``include``): an outline whose xmlUrl is another
+    subscription list, not a feed; it was added as a feed, and failed on every poll."""
+    found = opml.read(LISTS)
+    assert [f.url for f in found.feeds] == ["https://news.example/rss"]
+    assert [(s.line, s.what, s.reason) for s in found.skipped] == [
+        (
+            4,
+            "https://friends.example/blogroll.opml",
+            'a link to another subscription list (type="source"), not a feed',
+        ),
+        (
+            5,
+            "http://pods.example/list.opml",
+            'a link to another subscription list (type="Source"), not a feed',
+        ),
+        (
+            6,
+            "https://work.example/subscriptions.opml",
+            'a link to another subscription list (type="include"), not a feed',
+        ),
+    ]
+    assert found.repeats == 0
+
+
+def test_import_opml_says_it_left_out_a_link_to_another_list(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    source = tmp_path / "lists.opml"
+    source.write_bytes(LISTS)
+    fs.configure([])
+    done = fs.run("import-opml", str(source))
+    assert done.stdout.splitlines() == [
+        f"imported {source}: 1 feed added, 0 already there",
+        "  3 outlines not imported:",
+        "    line 4: https://friends.example/blogroll.opml: a link to another subscription list"
+        ' (type="source"), not a feed',
+        "    line 5: http://pods.example/list.opml: a link to another subscription list"
+        ' (type="Source"), not a feed',
+        "    line 6: https://work.example/subscriptions.opml: a link to another subscription"
+        ' list (type="include"), not a feed',
+        "their entries come with the next run (or the daemon's next tick)",
+    ]
+    assert fs.query("SELECT url FROM feeds") == [("https://news.example/rss",)]
+
+
+def test_a_reason_is_printed_without_control_characters(fs: FeedsyncEnv, tmp_path: Path) -> None:
+    """The reason an outline was left out may quote the file (its type): printed to a
+    terminal, it is cleaned as the rest of the line is."""
+    source = tmp_path / "evil.opml"
+    source.write_bytes(
+        b'<opml><body><outline type="\x1b]0;pwned\x07" text="x" url="https://a.example/"/>'
+        b"</body></opml>"
+    )
+    fs.configure([])
+    done = fs.run("import-opml", str(source))
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "no feed URL (xmlUrl) in this outline of type ]0;pwned\n" in done.stdout
+
+
 def test_broken_markup_that_hides_a_feed_is_said(fs: FeedsyncEnv, tmp_path: Path) -> None:
     """A feed URL no outline yields (here the second xmlUrl of one outline, which the
     parser drops) is not passed over in silence: the URLs not read are counted."""
