@@ -9,10 +9,13 @@ files that break the rules it was silent about what it left out: an outline whos
 lost its feed without a word, and it gives no list of what it did not take. Reading the
 outlines here, every outline is accounted for: imported, a repeat of one before it
 (counted from the outlines read, so comments and empty ``xmlUrl=""`` are not repeats),
-or not imported with its reason. A feed URL glued to the attribute before it by a stray
-quote is still found (the HTML parser makes one attribute of both; its name ends in
-``xmlurl``). ``feed://host/x`` means ``http://host/x`` and ``feed:https://...`` the
-URL after ``feed:``, as feed readers take them.
+or not imported with its reason (an outline of ``type="source"`` or ``"include"`` links
+another subscription list: its ``xmlUrl`` is no feed). A feed URL glued to the attribute
+before it by a stray quote is still found (the HTML parser makes one attribute of both;
+its name ends in ``xmlurl``); one the file writes that no outline yields (markup broken
+beyond what the parser recovers) is named with its line and what was wrong around it.
+``feed://host/x`` means ``http://host/x`` and ``feed:https://...`` the URL after
+``feed:``, as feed readers take them.
 
 **Folders** become a feed's category path, ``"News/World"`` for a feed two folders deep.
 A ``/`` inside a folder's name must not split it: one with a space beside it stays as
@@ -26,19 +29,34 @@ reader, or back into feedsync, keeps them.
 
 from __future__ import annotations
 
+import html
 import re
+import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from html.entities import html5
 
 from feedsync import __version__
 from feedsync.canonical import canonical_url
 from feedsync.records import FeedHealth
 from feedsync.terminal import clean
 
-_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
-_XML_URL = re.compile(rb"\sxmlUrl\s*=", re.IGNORECASE)
+# Where a feed URL is written in the file: every "xmlUrl=" (any case, glued to what is
+# before it or not, as the parser reads it) outside comments; those in a CDATA section
+# (text to the parser) apart, since no outline can come of them.
+_WRITTEN = re.compile(
+    rb"(<!--.*?(?:-->|\Z))|(<!\[CDATA\[.*?(?:\]\]>|\Z))|xmlurl\s*=\s*", re.IGNORECASE | re.DOTALL
+)
+_XML_URL = re.compile(rb"xmlurl\s*=\s*", re.IGNORECASE)
+_UNQUOTED = re.compile(rb"[^\s>]*")
+_TAG_NAME = re.compile(rb"<([A-Za-z][\w:.-]*)")
+_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+# Outlines that link another subscription list, not a feed, even with an xmlUrl: "source"
+# (listparser's reading of such lists), "include" (OPML 2.0's inclusion of another file)
+_LIST_TYPES = frozenset({"source", "include"})
 
 
 class OpmlError(Exception):
@@ -145,6 +163,124 @@ def _xml_url(attributes: dict[str, str]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Written:
+    """One ``xmlUrl=`` as the file writes it."""
+
+    offset: int  # of "xmlUrl=" in the file
+    line: int
+    value: str  # decoded, references resolved
+    in_cdata: bool
+
+
+def _resolved(value: str) -> str:
+    """``value`` with its character references resolved as the parser does: only those
+    closed by ";" (``&copy=2`` in a URL stays as written)."""
+
+    def one(reference: re.Match[str]) -> str:
+        text = reference.group(0)
+        return html.unescape(text) if text[1] == "#" else html5.get(text[1:], text)
+
+    return _REFERENCE.sub(one, value) if "&" in value else value
+
+
+def _key(value: str) -> str:
+    """What a written value and the parser's value of it are compared by."""
+    return " ".join(value.split())
+
+
+def _written(data: bytes, encoding: str) -> list[_Written]:
+    """Every ``xmlUrl=`` in the file, outside comments, with its value and line (counted
+    on from the one before: a list of 10,000 feeds is not counted from its start each)."""
+    found: list[_Written] = []
+    counted, line = 0, 1  # the line at offset ``counted``
+
+    def add(start: int, end: int, in_cdata: bool) -> None:
+        nonlocal counted, line
+        quote = data[end : end + 1]
+        if quote in (b'"', b"'"):
+            close = data.find(quote, end + 1)
+            raw = data[end + 1 : close if close >= 0 else len(data)]
+        else:
+            unquoted = _UNQUOTED.match(data, end)
+            raw = unquoted.group(0) if unquoted else b""
+        try:
+            value = raw.decode(encoding, "replace")
+        except LookupError:
+            value = raw.decode("utf-8", "replace")
+        line += data.count(b"\n", counted, start)
+        counted = start
+        found.append(_Written(start, line, _resolved(value), in_cdata))
+
+    for match in _WRITTEN.finditer(data):
+        if match.group(1) is not None:
+            continue  # a comment: left out on purpose
+        if match.group(2) is not None:
+            for inner in _XML_URL.finditer(data, match.start(), match.end()):
+                add(inner.start(), inner.end(), True)
+            continue
+        add(match.start(), match.end(), False)
+    return found
+
+
+def _what_was_wrong(data: bytes, written: _Written, before: int | None) -> str | None:
+    """Why the parser made no outline of a feed URL the file writes, as far as the text
+    around it shows; None when nothing shows. ``before``: the offset of the ``xmlUrl=``
+    before this one."""
+    if written.in_cdata:
+        return "in a CDATA section, which is text, not an outline"
+    start = data.rfind(b"<", 0, written.offset)
+    tag = data[start : written.offset] if start >= 0 else b""
+    name = _TAG_NAME.match(tag)
+    if name is None or b">" in tag:
+        return "outside any tag (in the text between tags)"
+    if name.group(1).lower() != b"outline":
+        spelled = name.group(1).decode("ascii", "replace")
+        return f"in a <{spelled}> tag, not an <outline>"
+    if before is not None and before > start:
+        return "a second xmlUrl in one outline (only the first is read)"
+    if tag.count(b'"') % 2:
+        return "inside the value of an attribute before it (a closing quote missing?)"
+    return None
+
+
+def _not_read(data: bytes, encoding: str, read: list[tuple[str, int | None]]) -> list[Skipped]:
+    """The feed URLs the file writes that no outline yields (markup broken beyond what
+    the parser recovers), each with its line and what was wrong. ``read``: the xmlUrl
+    and line of every outline the parser gave.
+
+    Written values are paired with the outlines' values, on the same line first (a tag
+    over several lines has its line where it ends). A value the parser spelled otherwise
+    than it is written (a reference it left alone) leaves one outline unpaired for each:
+    as many written ones with nothing wrong to be seen are taken for those."""
+    on_line = Counter((_key(value), line) for value, line in read)
+    by_value = Counter(_key(value) for value, _ in read)
+    unpaired: list[tuple[_Written, int | None]] = []
+    before: int | None = None
+    for written in _written(data, encoding):
+        if not written.in_cdata and on_line[(_key(written.value), written.line)] > 0:
+            on_line[(_key(written.value), written.line)] -= 1
+            by_value[_key(written.value)] -= 1
+        else:
+            unpaired.append((written, before))
+        before = written.offset
+    broken: list[tuple[_Written, str | None]] = []
+    for written, previous in unpaired:
+        if not written.in_cdata and by_value[_key(written.value)] > 0:
+            by_value[_key(written.value)] -= 1
+        else:
+            broken.append((written, _what_was_wrong(data, written, previous)))
+    spelled_otherwise = sum(n for n in by_value.values() if n > 0)
+    said: list[Skipped] = []
+    for written, why in broken:
+        if why is None and spelled_otherwise > 0:
+            spelled_otherwise -= 1
+            continue
+        reason = why or "in markup too broken to read as an outline"
+        said.append(Skipped(written.line, written.value.strip() or "-", reason))
+    return said
+
+
 def read(data: bytes) -> OpmlList:
     from lxml import etree  # only when importing
 
@@ -153,7 +289,8 @@ def read(data: bytes) -> OpmlList:
     try:
         parser = etree.HTMLParser(recover=True, encoding=encoding, no_network=True)
     except LookupError:
-        parser = etree.HTMLParser(recover=True, encoding="utf-8", no_network=True)
+        encoding = "utf-8"
+        parser = etree.HTMLParser(recover=True, encoding=encoding, no_network=True)
     root = etree.fromstring(data, parser) if data.strip() else None
     if root is None or (root.tag != "opml" and not root.findall(".//opml")):
         raise OpmlError("not an OPML subscription list (no <opml> element in it)")
@@ -162,10 +299,10 @@ def read(data: bytes) -> OpmlList:
     first_line: dict[str, int | None] = {}
     repeats = 0
     skipped: list[Skipped] = []
-    read_urls = 0
+    read_urls: list[tuple[str, int | None]] = []  # every xmlUrl an outline gave, and its line
 
     def visit(element: etree._Element, path: list[str]) -> None:
-        nonlocal read_urls, repeats
+        nonlocal repeats
         for child in element:
             if not isinstance(child.tag, str):
                 continue  # a comment, a processing instruction
@@ -184,9 +321,14 @@ def read(data: bytes) -> OpmlList:
                     reason = f"no feed URL (xmlUrl) in this outline of type {attributes['type']}"
                     skipped.append(Skipped(child.sourceline, what, reason))
                 continue
-            read_urls += 1
+            read_urls.append((raw, child.sourceline))
             title = clean(attributes.get("title") or attributes.get("text") or "", one_line=True)
-            if not raw.strip():
+            kind = attributes.get("type", "").strip()
+            if kind.lower() in _LIST_TYPES:
+                what = clean(_feed_url(raw), one_line=True) or title or "-"
+                reason = f'a link to another subscription list (type="{kind}"), not a feed'
+                skipped.append(Skipped(child.sourceline, what, reason))
+            elif not raw.strip():
                 skipped.append(Skipped(child.sourceline, title or "-", 'no feed URL (xmlUrl="")'))
             else:
                 url = canonical_url(_feed_url(raw))
@@ -208,16 +350,9 @@ def read(data: bytes) -> OpmlList:
                 visit(child, [*path, title] if title else path)
 
     visit(root, [])
-    # a feed URL in the text that no outline yields: markup broken beyond recovery
-    listed = len(_XML_URL.findall(_COMMENT.sub(b"", data)))
-    if listed > read_urls:
-        skipped.append(
-            Skipped(
-                None,
-                f"{listed - read_urls} more xmlUrl= in the file",
-                "in markup too broken to read as an outline",
-            )
-        )
+    # the feed URLs the file writes that no outline yields: markup broken beyond recovery
+    skipped += _not_read(data, encoding, read_urls)
+    skipped.sort(key=lambda s: s.line if s.line is not None else sys.maxsize)  # stable
     return OpmlList(tuple(feeds.values()), tuple(skipped), repeats)
 
 

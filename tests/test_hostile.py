@@ -389,6 +389,36 @@ def test_mislabelled_encodings_come_out_right(world: World, site: Site) -> None:
     assert japanese in body
 
 
+def test_a_charset_header_the_bytes_contradict_does_not_lose_the_feed(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Through ``feedsync add``, ``run`` and ``feeds``: a UTF-8 feed served as
+    ``charset=utf-16`` was refused whenever its length was even ("not a feed
+    (SAXParseException: ... not well-formed (invalid token))"): it is read as the UTF-8
+    it is. One that is served as UTF-16 and cannot be UTF-16 says so in one line."""
+    xml = sitegen.rss2("Köln", site.url("/mislabelled.xml"), [Item("Straße", site.page("koeln"))])
+    body = xml.encode() + (b"\n" if len(xml.encode()) % 2 else b"")
+    assert len(body) % 2 == 0  # the length UTF-16 "decodes" without an error
+    mislabelled = site.server.set("/mislabelled.xml", body, "application/rss+xml; charset=utf-16")
+    added = fs.run("add", mislabelled)
+    assert added.stdout.startswith(f"added {mislabelled}: Köln, 1 entry staged;"), added.stdout
+
+    utf16 = sitegen.rss2("Wien", site.url("/cut.xml"), [Item("Gasse", site.page("wien"))])
+    cut = utf16.replace('encoding="utf-8"', 'encoding="utf-16"').encode("utf-16")[:-1]
+    truncated = site.server.set("/cut.xml", cut, "text/xml; charset=UTF-16")
+    reason = "unreadable (served as UTF-16 but not UTF-16: truncated data)"
+    refused = fs.run("add", truncated, expect=2)
+    assert refused.stderr == f"feedsync: error: {truncated} is not a feed: {reason}\n"
+
+    fs.configure([mislabelled, truncated])
+    done = fs.run("run")
+    assert fs.query("SELECT title FROM news") == [("Straße",)], done.stdout + done.stderr
+    feeds = {f["url"]: f for f in json.loads(fs.run("feeds", "--json").stdout)}
+    assert feeds[mislabelled]["health"] == "ok" and feeds[mislabelled]["title"] == "Köln"
+    assert feeds[truncated]["last_error"] == reason
+    assert "unreadable (served as UTF-16 but not UTF-16" in fs.run("feeds").stdout  # 80 columns
+
+
 def test_absurd_entries_are_skipped_and_the_reasons_recorded(world: World, site: Site) -> None:
     items = "".join(
         [

@@ -4,6 +4,7 @@ by `feedsync add` on a page that links one, polled and extracted like any feed."
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from conftest import FeedsyncEnv, Site
 from feedsync import fetch
 from feedsync.discover import feed_links
 from feedsync.localserver import LocalServer
-from feedsync.parse import MAX_ENTRIES, UNTITLED_TITLE_CHARS, NotAFeed, parse_feed
+from feedsync.parse import MAX_ENTRIES, UNTITLED_TITLE_CHARS, NotAFeed, jsonfeed, parse_feed
 
 FEED = "https://news.example.com/feed.json"
 FETCHED = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -117,6 +118,56 @@ def test_an_item_without_a_title_is_titled_by_its_text() -> None:
     assert titles[:2] == ["Just a note.", "A post"]
     assert titles[2].endswith("…") and len(titles[2]) <= UNTITLED_TITLE_CHARS + 1
     assert parsed.skip_reasons == ("no title",)  # nothing to title it by
+
+
+@pytest.mark.parametrize(
+    ("content_html", "title"),
+    [
+        ('<script>var t = "Tracking";</script><p>Harbour reopens</p>', "Harbour reopens"),
+        ("<style>p { color: red }</style><p>Styled</p>", "Styled"),
+        ("<template><p>Later</p></template><noscript>Enable JS</noscript>Now", "Now"),
+        ("<!-- draft: do not publish --><p>One</p><p>Two</p>", "One Two"),
+        ("<![CDATA[raw]]><p>After CDATA</p>", "After CDATA"),
+        (
+            '<p>Caf&eacute; &amp; bar &#x263A;&nbsp;<a title="a>b" href="/x">link</a></p>',
+            "Café & bar ☺ link",
+        ),
+        ("<p>po<b>s</b>t</p><br>next", "post next"),
+        ('<svg viewBox="0 0 1 1"><title>icon</title></svg><iframe src="/v"/>Clip', "Clip"),
+        ("<video src=v.mp4>Your browser does not support video.</video>Film night", "Film night"),
+        ("<SCRIPT type=module>x()</SCRIPT >Upper case", "Upper case"),
+        ("&lt;script&gt; is text here", "<script> is text here"),
+        ("a < b and 3<4", "a < b and 3<4"),
+        ("<p>Text <!-- never closed", "Text"),
+        ("<p>Before</p><script>never closed", "Before"),
+    ],
+)
+def test_an_untitled_item_is_titled_by_the_text_a_reader_sees(
+    content_html: str, title: str
+) -> None:
+    """The title made from content_html is its readable text: no markup, nothing of a
+    <script>, <style>, <template> or <noscript> (a post starting with a <script> block
+    was titled by its code), no comment or CDATA section, character references decoded."""
+    item = {"id": "1", "url": "https://news.example.com/1", "content_html": content_html}
+    (entry,) = parse_feed(document([item]), FEED, FETCHED, JSON_FEED).entries
+    assert entry.title == title
+    assert entry.summary == content_html  # the summary keeps the HTML, as before
+
+
+def test_content_html_with_no_readable_text_gives_no_title() -> None:
+    item = {"id": "1", "url": "https://news.example.com/1", "content_html": "<script>x()</script>"}
+    parsed = parse_feed(document([item]), FEED, FETCHED, JSON_FEED)
+    assert parsed.entries == () and parsed.skip_reasons == ("no title",)
+
+
+@pytest.mark.parametrize("unit", ["<a ", '<a "', "<!--", "<script ", "<b>", "&amp", "<svg/"])
+def test_a_title_from_hostile_html_costs_linear_time(unit: str) -> None:
+    """Each branch of the markup pattern succeeds once started: a megabyte of broken
+    markup is read once (the old ``<[^>]*>`` scanned to the end from every ``<``)."""
+    fragment = unit * (1_000_000 // len(unit)) + "<p>Text</p>"
+    started = time.process_time()
+    assert jsonfeed.html_text(fragment) is not None
+    assert time.process_time() - started < 2.0
 
 
 def test_wrong_types_skip_the_item_with_a_reason() -> None:
@@ -295,3 +346,84 @@ def test_a_json_feed_is_polled_like_any_feed(fs: FeedsyncEnv, server: LocalServe
     fs.run("run")
     listing = fs.run("feeds").stdout
     assert "malformed JSON" in listing
+
+
+def test_a_lone_surrogate_costs_one_character_not_the_feed(fs: FeedsyncEnv, site: Site) -> None:
+    """Through ``feedsync add`` and ``feedsync run``: a lone surrogate in a JSON Feed, as a
+    ``\\ud800`` escape or as raw bytes (json.loads decodes bytes with "surrogatepass"),
+    failed the whole feed on every poll ("unexpected UnicodeEncodeError ... surrogates not
+    allowed"), the good item beside it never staged. Now the character is dropped from
+    whichever field carries it, the link and the guid too, and every entry lands."""
+
+    def served(name: str, *, raw_bytes: bool) -> tuple[str, bytes]:
+        items = [
+            {"id": f"{name}-good", "url": site.page(f"{name}-good"), "title": f"Good {name}"},
+            {
+                "id": f"tag:x,2026:\ud800{name}",
+                "url": site.page(f"{name}-lone") + "\udc00",
+                "title": f"Lone \ud800{name}\udfff",
+                "summary": "Text \udbff with a lone one",
+                "authors": [{"name": "Ana \udc00"}],
+            },
+        ]
+        document = {"version": "https://jsonfeed.org/version/1.1", "title": "Wire \ud800"}
+        text = json.dumps({**document, "items": items}, ensure_ascii=not raw_bytes)
+        if raw_bytes:  # and a pair spelled as CESU-8 bytes: one emoji
+            text = text.replace("Text ", "Text \ud83d\ude00 ")
+        body = text.encode("utf-8", "surrogatepass")
+        return site.server.set(f"/{name}.json", body, JSON_FEED), body
+
+    escaped, escaped_body = served("escaped", raw_bytes=False)
+    raw, raw_body = served("raw", raw_bytes=True)
+    assert b"\\ud800" in escaped_body and b"\xed\xa0\x80" in raw_body  # as the test means
+    added = fs.run("add", escaped)
+    assert added.stdout.startswith(f"added {escaped}: Wire, 2 entries staged;"), added.stdout
+    fs.configure([escaped, raw])
+    done = fs.run("run")
+    assert "unexpected" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert fs.query("SELECT url, title, error_count, last_error FROM feeds ORDER BY id") == [
+        (escaped, "Wire", 0, None),
+        (raw, "Wire", 0, None),
+    ]
+    rows = fs.query("SELECT url, title, summary, author, guid FROM news_summary ORDER BY title")
+    assert rows == [
+        (site.url("/articles/escaped-good"), "Good escaped", "", None, "escaped-good"),
+        (site.url("/articles/raw-good"), "Good raw", "", None, "raw-good"),
+        (
+            site.url("/articles/escaped-lone"),
+            "Lone escaped",
+            "Text  with a lone one",
+            "Ana",
+            "tag:x,2026:escaped",
+        ),
+        (
+            site.url("/articles/raw-lone"),
+            "Lone raw",
+            "Text 😀  with a lone one",
+            "Ana",
+            "tag:x,2026:raw",
+        ),
+    ]
+    assert "4 articles extracted (0 failed" in done.stdout, done.stdout
+    listed = fs.run("news").stdout
+    assert "Lone escaped" in listed and "Lone raw" in listed
+
+
+def test_an_untitled_post_starting_with_a_script_is_titled_by_its_text(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Through ``feedsync run`` and ``feedsync news``: a microblog post without a title
+    whose content_html starts with a <script> block (an embed) was listed under its code,
+    'window.embed = {"id": 42};'; it is listed under the words a reader sees."""
+    content_html = (
+        '<script>window.embed = {"id": 42};</script><!-- embed end -->'
+        "<style>.x { color: red }</style><p>Ferry &amp; bus timetables change on Monday</p>"
+    )
+    items = [{"id": "1", "url": site.page("timetable"), "content_html": content_html}]
+    body = json.dumps({"version": "https://jsonfeed.org/version/1.1", "items": items})
+    fs.configure([site.server.set("/micro.json", body, JSON_FEED)])
+    fs.run("run")
+    title = "Ferry & bus timetables change on Monday"
+    assert fs.query("SELECT title FROM news") == [(title,)]
+    listed = fs.run("news").stdout
+    assert title in listed and "embed" not in listed and "color" not in listed, listed

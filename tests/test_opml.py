@@ -116,16 +116,131 @@ def test_import_opml_from_the_wild_reports_every_outline_not_imported(
     )
 
 
-def test_broken_markup_that_hides_a_feed_is_said(fs: FeedsyncEnv, tmp_path: Path) -> None:
-    """A feed URL no outline yields (here the second xmlUrl of one outline, which the
-    parser drops) is not passed over in silence: the URLs not read are counted."""
-    source = tmp_path / "broken.opml"
+LISTS = b"""<?xml version="1.0" encoding="utf-8"?>
+<opml version="2.0"><head><title>with other lists in it</title></head><body>
+<outline type="rss" text="News" xmlUrl="https://news.example/rss"/>
+<outline type="source" text="Friends' blogroll" xmlUrl="https://friends.example/blogroll.opml"/>
+<outline type="Source" text="Podcasts" xmlUrl="feed://pods.example/list.opml"/>
+<outline type="include" text="Work" xmlUrl="https://work.example/subscriptions.opml"/>
+</body></opml>
+"""
+
+
+def test_outlines_that_link_other_subscription_lists_are_not_feeds() -> None:
+    """``type="source"`` (and OPML 2.0's ``include``): an outline whose xmlUrl is another
+    subscription list, not a feed; it was added as a feed, and failed on every poll."""
+    found = opml.read(LISTS)
+    assert [f.url for f in found.feeds] == ["https://news.example/rss"]
+    assert [(s.line, s.what, s.reason) for s in found.skipped] == [
+        (
+            4,
+            "https://friends.example/blogroll.opml",
+            'a link to another subscription list (type="source"), not a feed',
+        ),
+        (
+            5,
+            "http://pods.example/list.opml",
+            'a link to another subscription list (type="Source"), not a feed',
+        ),
+        (
+            6,
+            "https://work.example/subscriptions.opml",
+            'a link to another subscription list (type="include"), not a feed',
+        ),
+    ]
+    assert found.repeats == 0
+
+
+def test_import_opml_says_it_left_out_a_link_to_another_list(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    source = tmp_path / "lists.opml"
+    source.write_bytes(LISTS)
+    fs.configure([])
+    done = fs.run("import-opml", str(source))
+    assert done.stdout.splitlines() == [
+        f"imported {source}: 1 feed added, 0 already there",
+        "  3 outlines not imported:",
+        "    line 4: https://friends.example/blogroll.opml: a link to another subscription list"
+        ' (type="source"), not a feed',
+        "    line 5: http://pods.example/list.opml: a link to another subscription list"
+        ' (type="Source"), not a feed',
+        "    line 6: https://work.example/subscriptions.opml: a link to another subscription"
+        ' list (type="include"), not a feed',
+        "their entries come with the next run (or the daemon's next tick)",
+    ]
+    assert fs.query("SELECT url FROM feeds") == [("https://news.example/rss",)]
+
+
+def test_a_reason_is_printed_without_control_characters(fs: FeedsyncEnv, tmp_path: Path) -> None:
+    """The reason an outline was left out may quote the file (its type): printed to a
+    terminal, it is cleaned as the rest of the line is."""
+    source = tmp_path / "evil.opml"
     source.write_bytes(
-        b'<opml><body><outline text="A" xmlUrl="https://a.example/rss"/>\n'
-        b'<outline text="B" xmlUrl="https://b.example/rss" xmlUrl="https://c.example/"/>'
+        b'<opml><body><outline type="\x1b]0;pwned\x07" text="x" url="https://a.example/"/>'
         b"</body></opml>"
     )
     fs.configure([])
-    done = fs.run("import-opml", str(source)).stdout
-    assert "2 feeds added" in done
-    assert "    1 more xmlUrl= in the file: in markup too broken to read as an outline" in done
+    done = fs.run("import-opml", str(source))
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "no feed URL (xmlUrl) in this outline of type ]0;pwned\n" in done.stdout
+
+
+# Feed URLs in markup too broken to make an outline of, a line each (line numbers matter)
+BROKEN = b"""<?xml version="1.0" encoding="utf-8"?>
+<opml version="2.0"><head><title>broken</title></head><body>
+<outline text="A" xmlUrl="https://a.example/rss"/>
+<outline text="B" xmlUrl="https://b.example/rss" xmlUrl="https://c.example/"/>
+<outline text="unclosed xmlUrl="https://d.example/rss"/>
+<outlin text="E" xmlUrl="https://e.example/rss"/>
+<![CDATA[<outline text="F" xmlUrl="https://f.example/rss"/>]]>
+<outline
+  text="G"
+  xmlUrl="https://g.example/rss?a=1&amp;b=2&copy=3"
+/>
+<!-- <outline text="H" xmlUrl="https://h.example/rss"/> -->
+<outline text="I" description="the "best" blog"xmlUrl="https://i.example/rss"/>
+</body></opml>
+"""
+
+
+def test_feed_urls_in_broken_markup_are_named_with_their_line_and_what_was_wrong() -> None:
+    """Every xmlUrl the file writes and no outline yields is named: where it is, and what
+    around it kept the parser from reading it. Those read (over several lines, with
+    references, glued to a stray quote) and those in a comment are not."""
+    found = opml.read(BROKEN)
+    assert [f.url for f in found.feeds] == [
+        "https://a.example/rss",
+        "https://b.example/rss",
+        "https://g.example/rss?a=1&b=2&copy=3",
+        "https://i.example/rss",
+    ]
+    assert [(s.line, s.what, s.reason) for s in found.skipped] == [
+        (4, "https://c.example/", "a second xmlUrl in one outline (only the first is read)"),
+        (
+            5,
+            "https://d.example/rss",
+            "inside the value of an attribute before it (a closing quote missing?)",
+        ),
+        (6, "https://e.example/rss", "in a <outlin> tag, not an <outline>"),
+        (7, "https://f.example/rss", "in a CDATA section, which is text, not an outline"),
+    ]
+
+
+def test_broken_markup_that_hides_a_feed_is_said(fs: FeedsyncEnv, tmp_path: Path) -> None:
+    """Through ``feedsync import-opml``: a feed URL no outline yields was counted ("1 more
+    xmlUrl= in the file"), not named; it is named with its line and what was wrong."""
+    source = tmp_path / "broken.opml"
+    source.write_bytes(BROKEN)
+    fs.configure([])
+    done = fs.run("import-opml", str(source))
+    assert done.stdout.splitlines() == [
+        f"imported {source}: 4 feeds added, 0 already there",
+        "  4 outlines not imported:",
+        "    line 4: https://c.example/: a second xmlUrl in one outline (only the first is read)",
+        "    line 5: https://d.example/rss: inside the value of an attribute before it (a"
+        " closing quote missing?)",
+        "    line 6: https://e.example/rss: in a <outlin> tag, not an <outline>",
+        "    line 7: https://f.example/rss: in a CDATA section, which is text, not an outline",
+        "their entries come with the next run (or the daemon's next tick)",
+    ]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sitegen import Item
 
 from feedsync import decide, parse
-from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, parse_feed
+from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, RawEntry, RawFeed, parse_feed
 from feedsync.records import ParsedFeed, PollIntent
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -147,6 +147,50 @@ def test_a_reference_to_no_character_is_dropped_and_the_feed_read(reference: str
     parsed = parse_feed(body, FEED, FETCHED, XML)
     assert [e.title for e in parsed.entries] == ["Bad title", "Fine ☺ é"]
     assert parsed.entries[0].summary == "one  two"
+
+
+def test_a_lone_surrogate_is_dropped_from_every_field_whatever_the_reader() -> None:
+    """The normal form holds for any reader's values: a lone surrogate (no character:
+    UTF-8 cannot encode it, so neither SQLite nor a terminal takes it) is dropped from
+    every field, the link before it is canonicalised (it made the link "not an http(s)
+    link") and the guid too; a pair is the one character it spells. The entry stays."""
+    raw = RawFeed(
+        title="Wire \ud800",
+        problem="odd \udc00 thing",
+        entries=[
+            RawEntry(
+                link="https://news.example.com/a\ud800?x=\udfff1",
+                title="Lone \udbff one",
+                summary="Text \ud83d\ude00 \ud800",
+                author="Ana \udc00",
+                guid="tag:x,2026:\ud800a",
+            ),
+            RawEntry(link="https://news.example.com/b", title="Fine é"),
+        ],
+    )
+    parsed = parse._normalise(raw, FEED, FETCHED)
+    assert (parsed.title, parsed.problem, parsed.skipped) == ("Wire", "odd  thing", 0)
+    lone, fine = parsed.entries
+    assert (lone.url, lone.title, lone.summary, lone.author, lone.guid) == (
+        "https://news.example.com/a?x=1",
+        "Lone one",
+        "Text 😀 ",
+        "Ana",
+        "tag:x,2026:a",
+    )
+    assert (fine.url, fine.title) == ("https://news.example.com/b", "Fine é")
+
+
+@pytest.mark.parametrize("escaped", [True, False], ids=["escape", "raw-bytes"])
+def test_a_json_feed_with_a_lone_surrogate_keeps_the_entry(escaped: bool) -> None:
+    """json.loads gives lone surrogates for ``\\ud800`` escapes and, decoding bytes
+    with "surrogatepass", for raw ones: both once failed the whole feed when stored."""
+    item = {"id": "1", "url": "https://news.example.com/a", "title": "Lone \ud800 one"}
+    document = {"version": "https://jsonfeed.org/version/1.1", "items": [item]}
+    body = json.dumps(document, ensure_ascii=escaped).encode("utf-8", "surrogatepass")
+    assert (b"\\ud800" if escaped else b"\xed\xa0\x80") in body
+    (entry,) = parse_feed(body, FEED, FETCHED, "application/feed+json").entries
+    assert entry.title == "Lone one"
 
 
 def _controls(text: str | None) -> list[str]:

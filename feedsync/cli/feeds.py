@@ -210,7 +210,8 @@ def cmd_import_opml(args: argparse.Namespace, config: Config) -> int:
         print(f"  {terminal.plural(len(found.skipped), 'outline')} not imported{repeats}:")
     for skipped in found.skipped:  # as the file has it (cleaned: printed to a terminal)
         where = f"line {skipped.line}: " if skipped.line else ""
-        print(f"    {where}{terminal.clean(skipped.what, one_line=True)}: {skipped.reason}")
+        what, why = (terminal.clean(text, one_line=True) for text in (skipped.what, skipped.reason))
+        print(f"    {where}{what}: {why}")
     if added:
         print("their entries come with the next run (or the daemon's next tick)")
     return EXIT_OK

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from feedsync.parse.raw import NotAFeed, RawEntry, RawFeed
+from feedsync.parse.raw import NotAFeed, RawEntry, RawFeed, newest
 
 
 def is_json_feed(body: bytes) -> bool:
@@ -26,7 +26,53 @@ def is_json_feed(body: bytes) -> bool:
 # text's beginning, cut at a word, as Miniflux does; reader keeps it untitled, but an entry
 # is (url, title) here.
 UNTITLED_TITLE_CHARS = 100
-_TAG = re.compile(r"<[^>]*>")
+# How much of content_html is read for that title: its text starts well before (a post
+# whose first 64 KiB show no text stays untitled), and the cost stays bounded.
+_UNTITLED_HTML_CHARS = 64 * 1024
+
+# Elements whose content is no text a reader is shown: code and styling, inert templates,
+# fallbacks (for no scripting, no frames, no audio or video), the metadata of a whole
+# page, the labels inside a graphic or a formula.
+_HIDDEN = (
+    "script|style|template|noscript|iframe|noembed|noframes|audio|video|canvas|object"
+    "|head|title|svg|math"
+)
+# Elements that run on inside a word (the rest end one): "<b>po</b>st" is "post".
+_INLINE_NAMES = (
+    "a abbr b bdi bdo cite code data del dfn em font i ins kbd mark q s samp small span"
+    " strike strong sub sup time tt u var wbr"
+)
+_INLINE = frozenset(_INLINE_NAMES.split())
+# What a tag holds up to its ">": a quoted value may hold a ">" (an attribute's quotes
+# only count after its "="). Every character is taken by one branch, so the scan never
+# backtracks: linear in the text, however broken.
+_TAG_BODY = r"""(?:[^>"'=]|=\s*"[^"]*(?:"|\Z)|=\s*'[^']*(?:'|\Z)|["'=])*(?:>|\Z)"""
+# HTML's markup, as its tokenizer reads it, leftmost first, each to its end or to the end
+# of the text when it is not closed (as HTML reads an unclosed comment or <script>): a
+# comment, a CDATA section (a comment to HTML), a hidden element with all it holds (none
+# when self-closed: <svg/>, <iframe .../>), any other tag, a doctype or processing
+# instruction. Each branch succeeds once started, so no start is scanned twice.
+_MARKUP = re.compile(
+    r"<!--.*?(?:--!?>|\Z)"
+    r"|<!\[CDATA\[.*?(?:\]\]>|\Z)"
+    rf"|<({_HIDDEN})(?=[\s/>]|\Z){_TAG_BODY}(?:(?<=/>)|.*?(?:</\1\s*>|\Z))"
+    rf"|</?([A-Za-z][^\s/>]*){_TAG_BODY}"
+    r"|<[!?/][^>]*(?:>|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _space_or_nothing(markup: re.Match[str]) -> str:
+    """What a piece of markup leaves in the text: nothing inside a word, else a space."""
+    tag = markup.group(2)
+    return "" if tag is not None and tag.lower() in _INLINE else " "
+
+
+def html_text(fragment: str) -> str:
+    """The text a reader sees of an HTML fragment, one line: no markup, nothing of the
+    elements that show no text (a <script> block at the start of a post was its made-up
+    title), no comment or CDATA section, character references decoded."""
+    return " ".join(html.unescape(_MARKUP.sub(_space_or_nothing, fragment)).split())
 
 
 def _string(value: Any) -> str | None:
@@ -60,7 +106,7 @@ def _untitled(item: dict[str, Any]) -> str | None:
         if value is None:
             continue
         if key == "content_html":
-            value = html.unescape(_TAG.sub(" ", value))
+            value = html_text(value[:_UNTITLED_HTML_CHARS])
         words = " ".join(value.split())
         if words:
             if len(words) <= UNTITLED_TITLE_CHARS:
@@ -68,6 +114,13 @@ def _untitled(item: dict[str, Any]) -> str | None:
             cut = words[:UNTITLED_TITLE_CHARS].rsplit(" ", 1)[0]
             return f"{cut}…"
     return None
+
+
+def _item_date(item: Any) -> datetime | None:
+    """An item's date (published, else modified); None for an item of the wrong shape."""
+    if not isinstance(item, dict):
+        return None
+    return _json_date(item.get("date_published")) or _json_date(item.get("date_modified"))
 
 
 def _json_item(item: Any, feed_authors: list[str]) -> RawEntry | str:
@@ -93,7 +146,7 @@ def _json_item(item: Any, feed_authors: list[str]) -> RawEntry | str:
     return RawEntry(
         link=link,
         title=title,
-        date=_json_date(item.get("date_published")) or _json_date(item.get("date_modified")),
+        date=_item_date(item),
         summary=summary.strip() if summary else None,
         author=", ".join(dict.fromkeys(authors)) or None,
         guid=_string(guid),
@@ -119,12 +172,20 @@ def read_json_feed(body: bytes) -> RawFeed:
     if not isinstance(items, list):
         raise NotAFeed("malformed feed, no entry readable (JSON Feed without an items list)")
     feed_authors = _names(document.get("authors")) or _names(document.get("author"))
+    # the newest MAX_ENTRIES by their dates alone, before any other work per item (a
+    # title made from 64 KiB of HTML is some)
+    kept = newest([_item_date(item) for item in items])
     entries: list[RawEntry] = []
     rejected: list[str] = []
-    for item in items:
-        read = _json_item(item, feed_authors)
+    for index in kept:
+        read = _json_item(items[index], feed_authors)
         if isinstance(read, str):
             rejected.append(read)
         else:
             entries.append(read)
-    return RawFeed(title=document.get("title"), entries=entries, rejected=tuple(rejected))
+    return RawFeed(
+        title=document.get("title"),
+        entries=entries,
+        rejected=tuple(rejected),
+        beyond=len(items) - len(kept),
+    )
