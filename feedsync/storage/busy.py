@@ -41,6 +41,19 @@ def is_full(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
 
 
+def is_damage(exc: sqlite3.Error) -> bool:
+    """SQLite found the file itself unreadable: not a database (a header that is not
+    SQLite's), malformed (a page that makes no sense, a file shorter than its header
+    says), or a format it does not know. Busy, locked, permissions, I/O and a full disk
+    are not: they say nothing about the file, and another process's lock must never get
+    a good database set aside."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT)
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
 def retrying(work: Callable[[], T], where: str) -> T:
     """Run ``work`` (one whole transaction), again if the database was busy; any other
     SQLite error becomes a one-line StorageError naming ``where``."""
