@@ -1115,6 +1115,26 @@ def _in_sqlite(sql: str) -> Callable[[Path], None]:
     return damage
 
 
+def _garble_page_of(table: str) -> Callable[[Path], None]:
+    """The root page of ``table`` overwritten: deep in the file, where only reading that
+    table, or a check of every page, finds it."""
+
+    def damage(path: Path) -> None:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            root = conn.execute(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+            ).fetchone()[0]
+            size = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+        with path.open("r+b") as file:
+            file.seek((root - 1) * size)
+            file.write(random.Random(root).randbytes(size))
+
+    return damage
+
+
 def _wal_of_another_database(live: Path) -> None:
     """What a copy put in place without its WAL's removal leaves: another database's
     WAL beside it, which SQLite plays over it."""
@@ -1245,6 +1265,64 @@ def test_more_kinds_of_damage_are_set_aside_the_same_way(
     else:
         assert set_aside_files(fs_card) == ["feedsync.db.damaged"]
     assert set(seen_news(fs_card)) == news
+    assert fs_card.card_path.read_bytes() == card_bytes
+
+
+def test_a_page_garbled_deep_in_the_live_database_is_set_aside_once_it_is_met(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """Every page is checked when it costs nothing to a cron run: by `feedsync restore`,
+    and at the start after a command met a malformed page (that command fails in one
+    line, saying so). The starts between check the small tables only."""
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    card_bytes = fs_card.card_path.read_bytes()
+    mark = fs_card.live_path.with_name("feedsync.db.suspect")
+    damaged = damage_live(fs_card, _garble_page_of("news_summary"))
+
+    met = fs_card.run("run", expect=3)
+
+    assert met.stderr.count("\n") == 1, met.stderr
+    assert "database disk image is malformed" in met.stderr
+    assert f"the next feedsync command checks every page of {fs_card.live_path}" in met.stderr
+    assert mark.exists() and set_aside_files(fs_card) == []
+    done = fs_card.run("feeds")
+    assert "(quick_check: " in set_aside_line(fs_card, done.stderr)
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert not mark.exists()
+    assert set(seen_news(fs_card)) == news
+
+    # `feedsync restore` checks every page itself: no command has to meet it first
+    damaged = damage_live(fs_card, _garble_page_of("feed_entries"))
+    done = fs_card.run("restore")
+    assert "(quick_check: " in set_aside_line(fs_card, done.stderr)
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert set(seen_news(fs_card)) == news
+    assert fs_card.card_path.read_bytes() == card_bytes
+
+
+def test_a_page_garbled_on_the_card_never_sets_the_live_database_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """The card's pages are read through the live database's connection too: the whole
+    check at the next start finds the live database whole and leaves it."""
+    first_run(fs_card, site, 2)
+    month = card_rows(
+        StorageConfig(db=fs_card.db_path, snapshot=fs_card.snapshot_path),
+        "SELECT name FROM sqlite_master WHERE name GLOB 'news_[0-9]*' AND type = 'table'",
+    )[0][0]
+    _garble_page_of(str(month))(fs_card.card_path)
+    card_bytes = fs_card.card_path.read_bytes()
+    live = fs_card.live_path.stat().st_ino
+
+    for _ in range(2):  # what every command meets, as before: the card is not repaired
+        met = fs_card.run("feeds", expect=3)
+        assert "database disk image is malformed" in met.stderr
+    # the second start checked the live database whole, said where the page is, kept it
+    assert f"every page of {fs_card.live_path} checked" in met.stderr
+    assert f"so that page is the card database's ({fs_card.card_path})" in met.stderr
+    assert " is damaged (" not in met.stderr and set_aside_files(fs_card) == []
+    assert fs_card.live_path.stat().st_ino == live
     assert fs_card.card_path.read_bytes() == card_bytes
 
 

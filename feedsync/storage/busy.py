@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage.errors import StorageDamaged, StorageError
 
 T = TypeVar("T")
 
@@ -56,7 +56,8 @@ def is_damage(exc: sqlite3.Error) -> bool:
 
 def retrying(work: Callable[[], T], where: str) -> T:
     """Run ``work`` (one whole transaction), again if the database was busy; any other
-    SQLite error becomes a one-line StorageError naming ``where``."""
+    SQLite error becomes a one-line StorageError naming ``where`` (StorageDamaged when
+    the file itself is malformed)."""
     delay = 0.05
     for attempt in range(BUSY_RETRIES + 1):
         try:
@@ -73,6 +74,8 @@ def retrying(work: Callable[[], T], where: str) -> T:
                 ) from None
             if is_full(exc):
                 raise StorageError(f"{where}: the file system is full ({exc})") from None
+            if is_damage(exc):
+                raise StorageDamaged(f"{where}: {exc}") from None
             raise StorageError(f"{where}: {exc}") from None
     raise AssertionError("unreachable")
 

@@ -37,7 +37,7 @@ from feedsync.storage.card_files import (
 )
 from feedsync.storage.card_layout import MONTH, schema_version
 from feedsync.storage.card_upgrade import create, flush_legacy, needs_upgrade, upgrade
-from feedsync.storage.errors import CardReadOnly, StorageError
+from feedsync.storage.errors import CardReadOnly, StorageDamaged, StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, schema_steps
 from feedsync.terminal import plural, short_time
 
@@ -60,7 +60,7 @@ def _damaged(why: str) -> LiveState:
     return LiveState(0, {}, " ".join(why.split()))  # SQLite's reports span lines
 
 
-def _live_state(live: Path) -> LiveState | None:
+def _live_state(live: Path, *, thorough: bool = False) -> LiveState | None:
     """The live database file, judged; None when there is none.
 
     Damaged is whatever keeps it from being a live database this feedsync can work on,
@@ -70,8 +70,10 @@ def _live_state(live: Path) -> LiveState | None:
     meta row it needs, or a page of its small tables (feeds, hosts, meta) that makes no
     sense (``quick_check``). A WAL of another database played over it shows as one of
     these; a WAL or -shm that is merely stale or garbage SQLite itself ignores or
-    rebuilds. Not every page: that reads the whole file (47 ms for a 12 MB live
-    database on x86, more on a Pi, at every cron run; the checks above take 0.8 ms).
+    rebuilds. ``thorough``: every page is checked (``feedsync restore``, and the start
+    after a command met a malformed page, :func:`suspect`); not at every start, since
+    that reads the whole file (47 ms for a 12 MB live database on x86, more on a Pi,
+    at every cron run; the checks above take 0.8 ms).
 
     Not damaged: a file from a newer feedsync (refused when opened: upgrade feedsync),
     or one from before version 7 (upgraded). A file that cannot be read now for another
@@ -85,7 +87,7 @@ def _live_state(live: Path) -> LiveState | None:
     try:
         conn = sqlite3.connect(uri(live, "ro"), uri=True, timeout=busy.BUSY_TIMEOUT_S)
         try:
-            return _judge_live(conn)
+            return _judge_live(conn, thorough)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -98,7 +100,7 @@ def _live_state(live: Path) -> LiveState | None:
 _SMALL_TABLES = ("meta", "feeds", "hosts", "host_pace", "host_slots")
 
 
-def _judge_live(conn: sqlite3.Connection) -> LiveState:
+def _judge_live(conn: sqlite3.Connection, thorough: bool) -> LiveState:
     q = queries()
     version = schema_version(conn)  # the first read: a header that is not SQLite's fails
     if version == 0 or not conn.execute(q["is_feedsync_database"]).fetchone():
@@ -109,8 +111,13 @@ def _judge_live(conn: sqlite3.Connection) -> LiveState:
     if missing:
         return _damaged(f"no table {', '.join(missing)}")
     present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-    for table in (t for t in _SMALL_TABLES if t in present):
-        problems = [str(r[0]) for r in conn.execute(f"PRAGMA quick_check({table})")]
+    checks = (
+        [q["live_quick_check"]]
+        if thorough
+        else [f"PRAGMA quick_check({t})" for t in _SMALL_TABLES if t in present]
+    )
+    for check in checks:
+        problems = [str(r[0]) for r in conn.execute(check)]
         if problems != ["ok"]:
             return _damaged("quick_check: " + "; ".join(problems[:3]))
     meta = read_meta(conn)  # schema 1 had none: refused, as it always was
@@ -122,6 +129,31 @@ def _judge_live(conn: sqlite3.Connection) -> LiveState:
             if key in meta and not meta[key].lstrip("-").isdigit():
                 return _damaged(f"its meta {key} is {meta[key][:20]!r}, not a number")
     return LiveState(version, meta)
+
+
+def suspect_path(live: Path) -> Path:
+    """The mark a command leaves beside the live database when SQLite found a page of it
+    malformed: the next start checks every page (:func:`prepare`)."""
+    return live.with_name(live.name + ".suspect")
+
+
+class LiveSuspect(StorageDamaged):
+    """A malformed page met through the live database's connection, marked (:func:`suspect`)."""
+
+
+def suspect(live: Path, error: StorageDamaged) -> LiveSuspect:
+    """A command met a malformed page through the live database's connection (the page
+    may be the card's, attached to it: the whole check at the next start tells). Marks
+    the live database for that check, and returns the error to raise, saying so (once,
+    however many calls it passes through)."""
+    if isinstance(error, LiveSuspect):
+        return error
+    with contextlib.suppress(OSError):  # a full RAM disk: the error is said all the same
+        suspect_path(live).touch()
+    return LiveSuspect(
+        f"{error} (the next feedsync command checks every page of {live}, and builds it "
+        "again from the card if it is the damaged one)"
+    )
 
 
 def prepare(
@@ -155,8 +187,15 @@ def prepare(
             roll_back(path)
             if read_only is not None:
                 readable_as_it_is(path)
-        found = _live_state(live)
+        mark = suspect_path(live)
+        thorough = mark.exists()
+        found = _live_state(live, thorough=thorough)
         broken = found.damage if found is not None else None
+        if thorough and found is not None and broken is None:
+            notice(
+                f"every page of {live} checked, after a command met a malformed page: it "
+                f"is whole, so that page is the card database's ({path})"
+            )
         state = found if broken is None else None  # nothing is known of a damaged one
         old_live = state is not None and state.version < 7
         damaged = False
@@ -213,6 +252,7 @@ def prepare(
             saved = _saved(path)
             if saved is not None:
                 notice(f"restored {live} from {path} (saved {saved})")
+        mark.unlink(missing_ok=True)  # checked whole, or built anew
 
 
 def _saved(path: Path) -> str | None:
@@ -353,10 +393,11 @@ def restore(live: Path, path: Path, keep_since: str, *, force: bool, notice: Not
         problem = problem_of(path)
         if problem is not None:
             raise StorageError(f"the card database {path} is damaged ({problem})")
-        state = _live_state(live)
+        state = _live_state(live, thorough=True)  # a restore can afford every page
         if state is not None and state.damage is not None:
             # no changes can be read from it, and none are lost: it is kept aside
             _rebuild_damaged(live, path, state.damage, keep_since, notice)
+            suspect_path(live).unlink(missing_ok=True)
             return
         if state is not None:
             if not force:
@@ -372,6 +413,7 @@ def restore(live: Path, path: Path, keep_since: str, *, force: bool, notice: Not
                 stale.unlink(missing_ok=True)
             notice(f"the live database was kept as {kept}")
         restore_live(live, path, keep_since)
+        suspect_path(live).unlink(missing_ok=True)
 
 
 def _refuse_overwrite(

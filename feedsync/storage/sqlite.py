@@ -47,7 +47,7 @@ from feedsync.records import (
 from feedsync.storage import budget, busy, card_files, card_restore
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
-from feedsync.storage.errors import StorageError, StorageFull
+from feedsync.storage.errors import StorageDamaged, StorageError, StorageFull
 from feedsync.storage.folders import check_directory
 from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
@@ -259,11 +259,17 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     # ------------------------------------------------------------ transactions
 
     def _retry(self, work: Callable[[], T]) -> T:
-        return busy.retrying(work, str(self.path))
+        try:
+            return busy.retrying(work, str(self.path))
+        except StorageDamaged as exc:  # deep in the file: checked whole at the next start
+            raise card_restore.suspect(self.path, exc) from None
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self.writes += 1
-        return busy.write(self._conn, work, str(self.path))
+        try:
+            return busy.write(self._conn, work, str(self.path))
+        except StorageDamaged as exc:
+            raise card_restore.suspect(self.path, exc) from None
 
     def _read(self, name: str, **params: Any) -> list[sqlite3.Row]:
         return self._retry(lambda: self._conn.execute(self._q[name], params).fetchall())
