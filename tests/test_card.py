@@ -26,14 +26,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import CardMount, FeedsyncEnv, Site, cli_env, power_loss, what_feedsync_sees
+from conftest import (
+    CardMount,
+    FeedsyncEnv,
+    RunningDaemon,
+    Site,
+    cli_env,
+    power_loss,
+    wait_until,
+    what_feedsync_sees,
+)
 from sitegen import Item
 
 from feedsync.config import StorageConfig
 from feedsync.records import Article, Entry, PollIntent
 from feedsync.storage import Keep, StorageError
 from feedsync.storage import card_files as files
-from feedsync.storage.sqlfiles import queries
+from feedsync.storage.sqlfiles import queries, schema_steps
 from feedsync.storage.sqlite import SQLiteStorage
 from feedsync.timestamps import to_iso
 
@@ -1059,6 +1068,447 @@ def test_a_directory_at_the_snapshot_path_is_reported_not_renamed(fs_card: Feeds
     done = fs_card.run("status", expect=3)
     assert "is not a file: check [storage] snapshot" in done.stderr
     assert fs_card.snapshot_path.is_dir()  # left alone
+
+
+# ---------------------------------------------------------------- a damaged live database
+#
+# Whatever the damage to the live database file, every command sets it aside (one copy,
+# <live>.damaged), says so in one line, and builds it again from the card, which it only
+# reads. The damage is done in place, as a crash or a full RAM disk leaves a file.
+
+
+def _header_overwritten(live: Path) -> None:
+    with live.open("r+b") as file:
+        file.write(b"\xa5" * 100)
+
+
+def _emptied(live: Path) -> None:
+    live.write_bytes(b"")
+
+
+def _cut_midway(live: Path) -> None:
+    size = live.stat().st_size
+    assert size >= 8 * 4096, size  # several pages: half of them go
+    os.truncate(live, size // 2)
+
+
+def _another_programs(live: Path) -> None:
+    files.remove_database(live)
+    conn = sqlite3.connect(live)
+    try:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+        conn.execute("INSERT INTO notes (text) VALUES ('shopping list')")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _in_sqlite(sql: str) -> Callable[[Path], None]:
+    def damage(live: Path) -> None:
+        conn = sqlite3.connect(live)
+        try:
+            conn.execute(sql)
+            conn.commit()
+        finally:
+            conn.close()  # the last connection: the WAL goes into the file
+
+    return damage
+
+
+def _garble_page_of(table: str) -> Callable[[Path], None]:
+    """The root page of ``table`` overwritten: deep in the file, where only reading that
+    table, or a check of every page, finds it."""
+
+    def damage(path: Path) -> None:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            root = conn.execute(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+            ).fetchone()[0]
+            size = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+        with path.open("r+b") as file:
+            file.seek((root - 1) * size)
+            file.write(random.Random(root).randbytes(size))
+
+    return damage
+
+
+def _wal_of_another_database(live: Path) -> None:
+    """What a copy put in place without its WAL's removal leaves: another database's
+    WAL beside it, which SQLite plays over it."""
+    other = live.with_name("other.db")
+    conn = sqlite3.connect(other, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("CREATE TABLE t (a, b)")
+        conn.executemany("INSERT INTO t VALUES (?, randomblob(500))", [(n,) for n in range(50)])
+        shutil.copyfile(other.with_name("other.db-wal"), live.with_name(live.name + "-wal"))
+    finally:
+        conn.close()
+        files.remove_database(other)
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    "its first 100 bytes overwritten": _header_overwritten,
+    "truncated to 0 bytes": _emptied,
+    "truncated midway": _cut_midway,
+    "another program's database": _another_programs,
+}
+
+# one command each suffices for these: the commands share the judgement
+MORE_DAMAGES: dict[str, Callable[[Path], None]] = {
+    "a table missing": _in_sqlite("DROP TABLE hosts"),
+    "its lineage row missing": _in_sqlite("DELETE FROM meta WHERE key = 'lineage'"),
+    "its save counter garbled": _in_sqlite(
+        "UPDATE meta SET value = 'x' WHERE key = 'snapshot_seq'"
+    ),
+    "the WAL of another database beside it": _wal_of_another_database,
+}
+
+
+def damage_live(env: FeedsyncEnv, damage: Callable[[Path], None]) -> bytes:
+    """The live database damaged in place; returns its bytes as damaged."""
+    live = env.live_path
+    wal = live.with_name(live.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # every command closed cleanly
+    damage(live)
+    return live.read_bytes()
+
+
+def set_aside_line(env: FeedsyncEnv, stderr: str) -> str:
+    """The one line that says a damaged live database was set aside (asserted alone)."""
+    live = env.live_path
+    lines = [line for line in stderr.splitlines() if " is damaged (" in line]
+    assert len(lines) == 1, stderr
+    assert f"the live database {live} is damaged (" in lines[0], lines[0]
+    assert f"set aside as {live}.damaged" in lines[0], lines[0]
+    assert f"built again from {env.card_path} (saved 20" in lines[0], lines[0]
+    return lines[0]
+
+
+def set_aside_files(env: FeedsyncEnv) -> list[str]:
+    return sorted(p.name for p in env.live_path.parent.iterdir() if ".damaged" in p.name)
+
+
+def card_content(env: FeedsyncEnv) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of the card's tables (a user's sqlite3, read-only)."""
+    with sqlite3.connect(f"file:{env.card_path}?mode=ro", uri=True) as conn:
+        tables = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%VIRTUAL%'"
+                " AND name NOT LIKE '%fts%'"
+            )
+        ]
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in tables}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_live_database_is_set_aside_said_once_and_built_from_the_card(
+    fs_card: FeedsyncEnv, site: Site, damage: str
+) -> None:
+    first_run(fs_card, site, 3)
+    news = set(seen_news(fs_card))
+    assert len(news) == 3
+    feeds = {site.url("/feeds/f.xml")}
+    card_bytes = fs_card.card_path.read_bytes()
+    card_rows = card_content(fs_card)
+    hits = site.article_hits()
+    other = site.feed("other.xml", [])
+    for command in (
+        ["run"],
+        ["feeds"],
+        ["status"],
+        ["add", other],
+        ["restore"],
+        ["restore", "--force"],
+    ):
+        damaged = damage_live(fs_card, DAMAGES[damage])
+
+        done = fs_card.run(*command)  # exit 0
+
+        line = set_aside_line(fs_card, done.stderr)
+        assert ("replacing the one set aside before" in line) == (command != ["run"]), line
+        assert set_aside_files(fs_card) == ["feedsync.db.damaged"], command  # one copy
+        assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+        # everything the card held is there again, and nothing was fetched twice
+        assert set(seen_news(fs_card)) == news, command
+        listed = fs_card.run("feeds").stdout
+        assert all(url in listed for url in feeds), (command, listed)
+        assert site.article_hits() == hits, command
+        # the card was only read
+        assert fs_card.card_path.read_bytes() == card_bytes, command
+        if command[0] == "add":
+            assert other in listed  # the command did its work on the rebuilt database
+    assert card_content(fs_card) == card_rows
+
+
+@pytest.mark.parametrize("damage", list(MORE_DAMAGES))
+def test_more_kinds_of_damage_are_set_aside_the_same_way(
+    fs_card: FeedsyncEnv, site: Site, damage: str
+) -> None:
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    card_bytes = fs_card.card_path.read_bytes()
+    damaged = damage_live(fs_card, MORE_DAMAGES[damage])
+
+    done = fs_card.run("feeds")
+
+    assert site.url("/feeds/f.xml") in done.stdout
+    set_aside_line(fs_card, done.stderr)
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    if MORE_DAMAGES[damage] is _wal_of_another_database:  # kept with its file
+        assert set_aside_files(fs_card) == ["feedsync.db.damaged", "feedsync.db.damaged-wal"]
+    else:
+        assert set_aside_files(fs_card) == ["feedsync.db.damaged"]
+    assert set(seen_news(fs_card)) == news
+    assert fs_card.card_path.read_bytes() == card_bytes
+
+
+def test_a_page_garbled_deep_in_the_live_database_is_set_aside_once_it_is_met(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """Every page is checked when it costs nothing to a cron run: by `feedsync restore`,
+    and at the start after a command met a malformed page (that command fails in one
+    line, saying so). The starts between check the small tables only."""
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    card_bytes = fs_card.card_path.read_bytes()
+    mark = fs_card.live_path.with_name("feedsync.db.suspect")
+    damaged = damage_live(fs_card, _garble_page_of("news_summary"))
+
+    met = fs_card.run("run", expect=3)
+
+    assert met.stderr.count("\n") == 1, met.stderr
+    assert "database disk image is malformed" in met.stderr
+    assert f"the next feedsync command checks every page of {fs_card.live_path}" in met.stderr
+    assert mark.exists() and set_aside_files(fs_card) == []
+    done = fs_card.run("feeds")
+    assert "(quick_check: " in set_aside_line(fs_card, done.stderr)
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert not mark.exists()
+    assert set(seen_news(fs_card)) == news
+
+    # `feedsync restore` checks every page itself: no command has to meet it first
+    damaged = damage_live(fs_card, _garble_page_of("feed_entries"))
+    done = fs_card.run("restore")
+    assert "(quick_check: " in set_aside_line(fs_card, done.stderr)
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert set(seen_news(fs_card)) == news
+    assert fs_card.card_path.read_bytes() == card_bytes
+
+
+def test_a_page_garbled_on_the_card_never_sets_the_live_database_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """The card's pages are read through the live database's connection too: the whole
+    check at the next start finds the live database whole and leaves it."""
+    first_run(fs_card, site, 2)
+    month = card_rows(
+        StorageConfig(db=fs_card.db_path, snapshot=fs_card.snapshot_path),
+        "SELECT name FROM sqlite_master WHERE name GLOB 'news_[0-9]*' AND type = 'table'",
+    )[0][0]
+    _garble_page_of(str(month))(fs_card.card_path)
+    card_bytes = fs_card.card_path.read_bytes()
+    live = fs_card.live_path.stat().st_ino
+
+    for _ in range(2):  # what every command meets, as before: the card is not repaired
+        met = fs_card.run("feeds", expect=3)
+        assert "database disk image is malformed" in met.stderr
+    # the second start checked the live database whole, said where the page is, kept it
+    assert f"every page of {fs_card.live_path} checked" in met.stderr
+    assert f"so that page is the card database's ({fs_card.card_path})" in met.stderr
+    assert " is damaged (" not in met.stderr and set_aside_files(fs_card) == []
+    assert fs_card.live_path.stat().st_ino == live
+    assert fs_card.card_path.read_bytes() == card_bytes
+
+
+def test_a_garbage_wal_and_shm_beside_a_whole_file_are_left_to_sqlite(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """SQLite ignores a WAL whose header is not its own and rebuilds a -shm that makes
+    no sense: the database is whole, nothing is set aside."""
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    live = fs_card.live_path
+    rng = random.Random(7)
+    live.with_name(live.name + "-wal").write_bytes(rng.randbytes(40_000))
+    live.with_name(live.name + "-shm").write_bytes(rng.randbytes(32_768))
+
+    done = fs_card.run("feeds")
+
+    assert " is damaged (" not in done.stderr, done.stderr
+    assert set_aside_files(fs_card) == []
+    assert set(seen_news(fs_card)) == news
+
+
+def test_the_daemon_sets_a_damaged_live_database_aside_and_starts(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    damaged = damage_live(fs_card, _header_overwritten)
+
+    daemon = start_daemon()
+    wait_until(lambda: "feedsync daemon started" in daemon.output(), "the daemon's start")
+    assert daemon.stop() == 0, daemon.output()
+
+    set_aside_line(fs_card, daemon.output())
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert set(seen_news(fs_card)) == news
+
+
+def test_processes_starting_together_on_a_damaged_live_database_set_it_aside_once(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """The daemon and a cron run starting at the same moment: the card's lock lets one
+    set it aside and build it again; the others find it whole."""
+    first_run(fs_card, site, 2)
+    news = set(seen_news(fs_card))
+    damaged = damage_live(fs_card, _header_overwritten)
+
+    started = [fs_card.start(*command) for command in (["run"], ["feeds"], ["status"], ["news"])]
+    outcomes = [(p.wait(timeout=180), *p.communicate()) for p in started]
+
+    assert [code for code, _, _ in outcomes] == [0, 0, 0, 0], outcomes
+    said = [line for _, _, err in outcomes for line in err.splitlines() if " is damaged (" in line]
+    assert len(said) == 1, said
+    assert fs_card.live_path.with_name("feedsync.db.damaged").read_bytes() == damaged
+    assert set(seen_news(fs_card)) == news
+
+
+def test_a_damaged_live_database_another_process_has_open_is_not_set_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A process with the live database open works on that very file: another live
+    database beside it would be two writers saving to one card. Refused in one line,
+    until that process ends."""
+    fs_card.configure([])
+    fs_card.run("add", site.feed("f.xml", []))
+    fs_card.run("snapshot")
+    live = fs_card.live_path
+    in_use = files.acquire(files.lock_path(live), shared=True)  # what an open storage holds
+    try:
+        damaged = damage_live(fs_card, _header_overwritten)
+        done = fs_card.run("feeds", expect=3)
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert f"the live database {live} is damaged (" in done.stderr
+        assert "another feedsync process has it open" in done.stderr
+        assert live.read_bytes() == damaged and set_aside_files(fs_card) == []
+    finally:
+        os.close(in_use)
+    done = fs_card.run("feeds")
+    set_aside_line(fs_card, done.stderr)
+    assert site.url("/feeds/f.xml") in done.stdout
+
+
+def test_a_write_held_on_the_live_database_never_gets_it_set_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """What the daemon does all day: a write transaction open while a cron run starts.
+    The run judges the file while the write is held, waits for its turn, and goes on."""
+    fs_card.configure([])
+    fs_card.run("add", site.feed("f.xml", []))
+    live = fs_card.live_path
+    inode = live.stat().st_ino
+    writer = sqlite3.connect(live, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO meta (key, value) VALUES ('written-meanwhile', '1')")
+        status = fs_card.start("status")
+
+        def judged() -> bool:  # it holds <live>.lock once the file was judged and kept
+            try:
+                os.close(files.acquire(files.lock_path(live), wait=False))
+            except StorageError:
+                return True
+            return status.poll() is not None
+
+        wait_until(judged, "the status command to be past the judging of the file")
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    out, err = status.communicate(timeout=120)
+    assert status.returncode == 0, err
+    assert "feeds      1: 1 ok" in out
+    assert " is damaged (" not in err and set_aside_files(fs_card) == []
+    assert live.stat().st_ino == inode
+    assert fs_card.scalar("SELECT value FROM meta WHERE key = 'written-meanwhile'") == "1"
+
+
+def test_a_live_database_locked_by_another_program_is_not_set_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A lock says nothing about the file: busy is reported, never taken for damage."""
+    fs_card.configure([])
+    fs_card.run("add", site.feed("f.xml", []))
+    live = fs_card.live_path
+    before = live.read_bytes()
+    holder = sqlite3.connect(live, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")  # no other connection may even read it now
+        done = fs_card.run("feeds", expect=3)
+        assert done.stderr.count("\n") == 1 and "database is locked" in done.stderr
+        assert " is damaged (" not in done.stderr, done.stderr
+        assert set_aside_files(fs_card) == []
+    finally:
+        holder.close()
+    assert live.read_bytes() == before
+    done = fs_card.run("feeds")
+    assert " is damaged (" not in done.stderr and site.url("/feeds/f.xml") in done.stdout
+    assert set_aside_files(fs_card) == []
+
+
+def test_a_live_database_of_a_newer_feedsync_is_refused_not_set_aside(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    fs_card.configure([])
+    fs_card.run("add", site.feed("f.xml", []))
+    _in_sqlite("PRAGMA user_version = 99")(fs_card.live_path)
+    done = fs_card.run("feeds", expect=3)
+    assert "schema version 99, newer than this feedsync" in done.stderr, done.stderr
+    assert set_aside_files(fs_card) == []
+
+
+def test_a_damaged_live_database_without_its_card_is_refused_and_left_as_it_is(
+    fs_card: FeedsyncEnv, site: Site
+) -> None:
+    """A card that is not mounted looks missing: nothing is built from nothing, and the
+    damaged file waits for the card to come back."""
+    fs_card.configure([])
+    fs_card.run("add", site.feed("f.xml", []))
+    fs_card.run("snapshot")
+    card = fs_card.card_path
+    unmounted = card.parent.with_name("card-away")
+    card.parent.rename(unmounted)
+    damaged = damage_live(fs_card, _header_overwritten)
+
+    done = fs_card.run("feeds", expect=3)
+
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"the card database {card} is missing: is the card mounted?" in done.stderr
+    assert fs_card.live_path.read_bytes() == damaged and set_aside_files(fs_card) == []
+    assert {p.name for p in card.parent.iterdir()} <= {"feedsync.db.lock"}  # no new card
+    shutil.rmtree(card.parent)
+    unmounted.rename(card.parent)  # the card is back
+    done = fs_card.run("feeds")
+    set_aside_line(fs_card, done.stderr)
+    assert site.url("/feeds/f.xml") in done.stdout
+
+
+def test_the_tables_a_live_database_must_hold_are_those_it_is_built_with(
+    store: SQLiteStorage, config: StorageConfig
+) -> None:
+    """sql/meta.sql's list, which judges a live database damaged, follows the schema."""
+    newest = len(schema_steps())
+    with sqlite3.connect(":memory:") as conn:
+        needed = {r[0] for r in conn.execute(queries()["live_missing_tables"], {"version": newest})}
+    built = {r[0] for r in live_rows(config, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert needed == built
 
 
 # ---------------------------------------------------------------- a read-only card

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage.errors import StorageDamaged, StorageError
 
 T = TypeVar("T")
 
@@ -41,9 +41,23 @@ def is_full(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
 
 
+def is_damage(exc: sqlite3.Error) -> bool:
+    """SQLite found the file itself unreadable: not a database (a header that is not
+    SQLite's), malformed (a page that makes no sense, a file shorter than its header
+    says), or a format it does not know. Busy, locked, permissions, I/O and a full disk
+    are not: they say nothing about the file, and another process's lock must never get
+    a good database set aside."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT)
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
 def retrying(work: Callable[[], T], where: str) -> T:
     """Run ``work`` (one whole transaction), again if the database was busy; any other
-    SQLite error becomes a one-line StorageError naming ``where``."""
+    SQLite error becomes a one-line StorageError naming ``where`` (StorageDamaged when
+    the file itself is malformed)."""
     delay = 0.05
     for attempt in range(BUSY_RETRIES + 1):
         try:
@@ -60,6 +74,8 @@ def retrying(work: Callable[[], T], where: str) -> T:
                 ) from None
             if is_full(exc):
                 raise StorageError(f"{where}: the file system is full ({exc})") from None
+            if is_damage(exc):
+                raise StorageDamaged(f"{where}: {exc}") from None
             raise StorageError(f"{where}: {exc}") from None
     raise AssertionError("unreachable")
 

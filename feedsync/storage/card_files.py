@@ -31,6 +31,10 @@ class SnapshotRefused(StorageError):
     """Writing or restoring would lose data; ``--force`` overrides."""
 
 
+class LockHeld(StorageError):
+    """Another process holds the lock asked for without waiting (:func:`acquire`)."""
+
+
 def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
@@ -97,7 +101,7 @@ def acquire(
         except BlockingIOError:
             if not wait or time.monotonic() > deadline:
                 os.close(fd)
-                raise StorageError(
+                raise LockHeld(
                     f"{path} is held by another feedsync process"
                     + ("" if wait else " (stop it first, e.g. the feedsync service)")
                 ) from None
@@ -269,6 +273,30 @@ def set_aside_file(path: Path, why: str, notice: Notice) -> Path:
             sidecar.replace(aside.with_name(aside.name + sidecar.name[len(path.name) :]))
     fsync(path.parent, directory=True)
     return aside
+
+
+def set_aside_damaged(path: Path) -> tuple[Path, bool]:
+    """A damaged live database out of the way, kept for its owner to look into, as
+    ``<path>.damaged``, with its WAL (or journal) beside it under that name, where
+    SQLite looks for it when the copy is opened, if it holds anything; the -shm (an
+    index SQLite rebuilds) is removed. One copy only: the RAM disk is small (/run is
+    10% of RAM), so the one set aside before is replaced (the second item says so).
+    Renamed, never copied: setting aside takes no room."""
+    aside = path.with_name(path.name + ".damaged")
+    replaced = aside.exists()
+    remove_database(aside)
+    path.replace(aside)
+    for sidecar in sidecars(path):
+        try:
+            keep = not sidecar.name.endswith("-shm") and sidecar.stat().st_size > 0
+        except FileNotFoundError:
+            continue
+        if keep:
+            sidecar.replace(aside.with_name(aside.name + sidecar.name[len(path.name) :]))
+        else:
+            sidecar.unlink(missing_ok=True)
+    fsync(path.parent, directory=True)
+    return aside, replaced
 
 
 def remove_database(path: Path) -> None:

@@ -9,6 +9,12 @@ class StorageError(Exception):
     """The database cannot be opened, read or written; ``str()`` is a one-line reason."""
 
 
+class StorageDamaged(StorageError):
+    """SQLite found a page of a database malformed, or the file not a database at all,
+    while reading it (``busy.is_damage``): retrying cannot help. Met on the live
+    database's connection, the next start checks that file whole (``card_restore``)."""
+
+
 class StorageUnavailable(StorageError):
     """The database server cannot be reached, or refuses us (down, wrong password): the
     daemon waits and tries again; a one-shot command reports it and exits."""

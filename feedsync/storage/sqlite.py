@@ -47,7 +47,7 @@ from feedsync.records import (
 from feedsync.storage import budget, busy, card_files, card_restore
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
-from feedsync.storage.errors import StorageError, StorageFull
+from feedsync.storage.errors import StorageDamaged, StorageError, StorageFull
 from feedsync.storage.folders import check_directory
 from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
@@ -103,8 +103,9 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         clock: Callable[[], datetime] = timestamps.now,
     ) -> SQLiteStorage:
         """Open the live database, building it from the card database when it is missing
-        (a reboot emptied the RAM disk); create, or upgrade, the card database first when
-        needed. A path alone is a database on a disk (``[storage] db`` and no snapshot).
+        (a reboot emptied the RAM disk) or damaged (set aside first); create, or upgrade,
+        the card database first when needed. A path alone is a database on a disk
+        (``[storage] db`` and no snapshot).
         ``notice`` hears what a user should know (a restore, an upgrade, a damaged card
         set aside); ``new_card``: a card database that is missing may be started anew
         (``feedsync snapshot --force``); ``clock``: what time it is (the storage's
@@ -115,8 +116,8 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         live = config.live_path
         check_directory(live.parent, notice)
         check_directory(config.card_path.parent, notice)
-        in_use = card_files.acquire(card_files.lock_path(live), shared=True)
         now = clock()
+        in_use = -1
         try:
             card_restore.prepare(
                 live,
@@ -127,6 +128,12 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
                 new_card=new_card,
                 on_card=config.snapshot is not None,
             )
+            # Taken once the live database is ready, not before: a process holding it
+            # has the file open, so a damaged live database is set aside only when no
+            # process holds it (card_restore._rebuild_damaged), and two processes
+            # starting together, one waiting on the card's lock, do not count each other.
+            # `feedsync restore` that slips in between rebuilds it whole, and this waits.
+            in_use = card_files.acquire(card_files.lock_path(live), shared=True)
             conn = sqlite3.connect(
                 card_files.uri(live, "rw"),
                 uri=True,
@@ -135,11 +142,13 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
                 check_same_thread=False,  # used from one thread at a time (the pipeline lane)
             )
         except (sqlite3.Error, OSError) as exc:
-            os.close(in_use)
+            if in_use >= 0:
+                os.close(in_use)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StorageError(f"cannot open {live}: {reason}") from None
         except BaseException:
-            os.close(in_use)
+            if in_use >= 0:
+                os.close(in_use)
             raise
         conn.row_factory = sqlite3.Row
         storage = cls(conn, config, keep, in_use)
@@ -250,11 +259,17 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     # ------------------------------------------------------------ transactions
 
     def _retry(self, work: Callable[[], T]) -> T:
-        return busy.retrying(work, str(self.path))
+        try:
+            return busy.retrying(work, str(self.path))
+        except StorageDamaged as exc:  # deep in the file: checked whole at the next start
+            raise card_restore.suspect(self.path, exc) from None
 
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self.writes += 1
-        return busy.write(self._conn, work, str(self.path))
+        try:
+            return busy.write(self._conn, work, str(self.path))
+        except StorageDamaged as exc:
+            raise card_restore.suspect(self.path, exc) from None
 
     def _read(self, name: str, **params: Any) -> list[sqlite3.Row]:
         return self._retry(lambda: self._conn.execute(self._q[name], params).fetchall())
