@@ -30,6 +30,7 @@ tries again with a doubling backoff (up to a minute), at start and at every tick
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -57,6 +58,7 @@ from feedsync.storage import (
     CardReadOnly,
     Keep,
     Storage,
+    StorageDamaged,
     StorageError,
     StorageFull,
     StorageUnavailable,
@@ -93,6 +95,7 @@ class Daemon:
         self._room: set[str] = set()  # room problems logged once while they last
         self._read_only = False  # the card is read-only, and the log said so once
         self._metrics_failing = False  # the metrics file cannot be written, said once
+        self._broken: str | None = None  # the database could not be opened again: why
 
     # ------------------------------------------------------------ lifecycle
 
@@ -134,9 +137,12 @@ class Daemon:
             self.notifier.stopping("stopping: finishing the work in progress")
             log.info("stopping: finishing the work in progress")
             scheduler.shutdown(wait=True)
+            if self._broken is not None:
+                return 3  # said when it broke; systemd starts the service again
             return self._final_snapshot()
         finally:
-            self.storage.close()
+            with contextlib.suppress(StorageError):
+                self.storage.close()
             self.notifier.close()
 
     def _open_when_reachable(self) -> Storage | None:
@@ -197,6 +203,9 @@ class Daemon:
         return IntervalTrigger(seconds=max(period.total_seconds(), 1.0), timezone="UTC")
 
     def _job_failed(self, event: JobExecutionEvent) -> None:
+        if isinstance(event.exception, StorageDamaged):
+            self._live_damaged(event.job_id, event.exception)
+            return
         if isinstance(event.exception, StorageUnavailable):
             # the server is down or refuses us: one line, no traceback; the next tick
             # tries again (the pool reconnects)
@@ -210,6 +219,32 @@ class Daemon:
             event.exception,
             exc_info=(type(event.exception), event.exception, event.exception.__traceback__),
         )
+
+    def _live_damaged(self, job_id: str, exc: StorageDamaged) -> None:
+        """A page of the database met malformed while the daemon runs (a RAM disk that
+        filled at the wrong moment): the database is opened again, as a start opens it,
+        which checks the live file whole and, if it is the damaged one, sets it aside and
+        builds it again from the card. What the card did not have yet, the next polls
+        bring back. Runs on the jobs' one worker thread: no job uses the old one meanwhile.
+        If it cannot be opened again, the daemon stops (exit 3) for systemd to restart."""
+        assert self.storage is not None
+        log.error("job %s: %s; opening the database again", job_id, exc)
+        with contextlib.suppress(StorageError):
+            self.storage.close()
+        try:
+            storage = self._open_when_reachable()
+        except StorageError as failed:
+            log.error("cannot open the database again: %s; stopping", failed)
+            self._broken = str(failed)
+            storage = None
+        if storage is None:
+            self._broken = self._broken or "stopped while opening the database again"
+            self._stop.set()
+            self._wake.set()
+            return
+        self.storage = storage
+        log.info("database opened again: %s", storage.location)
+        self.notifier.status(self._status_line())
 
     def _final_snapshot(self) -> int:
         assert self.storage is not None

@@ -1361,6 +1361,54 @@ def test_the_daemon_sets_a_damaged_live_database_aside_and_starts(
     assert set(seen_news(fs_card)) == news
 
 
+def test_a_daemon_whose_live_database_is_damaged_while_it_runs_builds_it_again(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """The RAM disk damaged under a running daemon (a page of `feeds` garbled, the WAL
+    moved into the file first so that the daemon's next reading meets the page): the
+    daemon opens the database again as a start would, which sets the live file aside and
+    builds it from the card, and it goes on polling: new stories land, nothing is lost,
+    no restart."""
+    publish(site, "f.xml", 2)
+    fs_card.configure(
+        [site.url("/feeds/f.xml")],
+        daemon={"tick": "1s"},
+        poll={"interval": "1s", "min_interval": "1s", "max_interval": "2s"},
+        storage={"snapshot_interval": "1s"},
+    )
+    daemon = start_daemon()
+
+    def titles() -> set[str]:
+        try:
+            return {t for _, t in seen_news(fs_card)}
+        except sqlite3.OperationalError:  # not created yet, or being built again
+            return set()
+
+    wait_until(lambda: len(titles()) == 2, "the first stories")
+
+    def saved() -> int:
+        with sqlite3.connect(f"file:{fs_card.card_path}?mode=ro", uri=True) as card:
+            months = [r[0] for r in card.execute("SELECT name FROM sqlite_master")]
+            months = [name for name in months if re.fullmatch(r"news_\d{4}_\d\d", name)]
+            return sum(card.execute(f"SELECT count(*) FROM {m}").fetchone()[0] for m in months)
+
+    wait_until(lambda: saved() == 2, "the first stories saved to the card")
+    live = fs_card.live_path
+    conn = sqlite3.connect(live, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _garble_page_of("feeds")(live)
+        # a write of another connection: the daemon's cached pages are stale, read again
+        conn.execute("CREATE TABLE scratch (x)")
+    finally:
+        conn.close()
+    publish(site, "f.xml", 3)
+    wait_until(lambda: "Story 2" in titles(), "a new story")
+    assert daemon.stop() == 0, daemon.output()
+    set_aside_line(fs_card, daemon.output())
+    assert {t for _, t in seen_news(fs_card)} == {"Story 0", "Story 1", "Story 2"}
+
+
 def test_processes_starting_together_on_a_damaged_live_database_set_it_aside_once(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:

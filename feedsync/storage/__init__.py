@@ -22,6 +22,7 @@ from feedsync.config import StorageConfig
 from feedsync.storage.errors import (
     SNAPSHOTS_DO_NOT_APPLY,
     CardReadOnly,
+    StorageDamaged,
     StorageError,
     StorageFull,
     StorageUnavailable,
@@ -49,6 +50,7 @@ __all__ = [
     "Polling",
     "Reading",
     "Storage",
+    "StorageDamaged",
     "StorageError",
     "StorageFull",
     "StorageUnavailable",
