@@ -2,20 +2,33 @@
 
 Every document parse.read routes to fastfeedparser must give the very ParsedFeed that
 feedparser alone gives: the link, title, date, GUID, summary and author of every entry, the
-feed's title, ttl, problem and skipped entries. Checked on every feed of the real-world
-corpus (each served with several content types), on generated feeds in each format with
-the shapes that differ between the two readers, and on each way of writing a field that
-one reader reads otherwise; both with fastfeedparser's native core and with its
-pure-Python reader (the one a Raspberry Pi installs).
+feed's title, ttl, problem and skipped entries. Checked on every document of feedparser's
+own test corpus (from its sdist on PyPI, the version installed), on every feed of the
+real-world corpus (each served with several content types) and on generated feeds in each
+format with the shapes that differ between the two readers; both with fastfeedparser's
+native core and with its pure-Python reader (the one a Raspberry Pi installs).
 docs/architecture.md lists what is routed to feedparser, and why.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
+import importlib.metadata
 import json
+import os
 import random
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zlib
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import sitegen
@@ -131,6 +144,163 @@ def test_what_feedparser_keeps(name: str) -> None:
     """Malformed, mis-encoded, non-UTF-8 and Atom 0.3 documents are feedparser's."""
     body = corpus_or_skip(*name.split("/")).read_bytes()
     assert parse.read_fast(body, "http://example.com/feed.xml", "application/xml") is None
+
+
+# ---------------------------------------------------------------- feedparser's own corpus
+
+# feedparser's test documents (tests/wellformed, illformed, encoding, entities, ...), from
+# the sdist of the version installed: PyPI is reachable where the tests run, GitHub may not
+# be. Never copied into this repository. FEEDSYNC_FEEDPARSER_CORPUS names an unpacked tree
+# (its tests/ directory) instead; FEEDSYNC_FEEDPARSER_CORPUS_REQUIRED=1 (tests/run.sh, so
+# CI) makes a corpus that cannot be had a failure rather than a skip.
+REPO = Path(__file__).resolve().parents[1]
+LOCK = REPO / ".ci" / "requirements.lock"
+
+
+def _locked_hashes(version: str) -> set[str]:
+    """The sha256 hashes .ci/requirements.lock pins for feedparser ``version`` (its wheel
+    and its sdist); empty when the lock pins another version."""
+    hashes: set[str] = set()
+    pinned = False
+    for line in LOCK.read_text().splitlines():
+        stripped = line.strip()
+        if not line.startswith(" "):
+            pinned = stripped.startswith(f"feedparser=={version} ")
+        elif pinned:
+            hashes.update(re.findall(r"--hash=sha256:([0-9a-f]{64})", stripped))
+    return hashes
+
+
+def _download_corpus(version: str, into: Path) -> None:
+    """feedparser's sdist from PyPI, checked against the lock, its tests/ unpacked into
+    ``into`` (whole or not at all: unpacked aside, then renamed)."""
+    into.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=into.parent) as scratch:
+        # pip as tests/run.sh calls it: PyPI alone, whatever this machine's pip.conf says
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--index-url", "https://pypi.org/simple",
+             "--dest", scratch, f"feedparser=={version}"],
+            env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        archives = list(Path(scratch).glob(f"feedparser-{version}.tar.gz"))
+        if done.returncode != 0 or len(archives) != 1:
+            lines = (done.stderr or done.stdout or "no output").strip().splitlines()
+            raise OSError(f"pip download feedparser=={version} failed: {lines[-1]}")
+        digest = hashlib.sha256(archives[0].read_bytes()).hexdigest()
+        locked = _locked_hashes(version)
+        if locked and digest not in locked:
+            pytest.fail(f"feedparser-{version}.tar.gz from PyPI: sha256 {digest} is not the "
+                        f"one {LOCK.name} pins ({', '.join(sorted(locked))})")  # fmt: skip
+        unpacked = Path(scratch) / "unpacked"
+        prefix = f"feedparser-{version}/tests/"
+        with tarfile.open(archives[0]) as archive:
+            # its tests/, files and directories only, none outside: what tarfile's "data"
+            # filter enforces where this Python has it (3.11.4; bookworm's may not)
+            members = [
+                m
+                for m in archive.getmembers()
+                if m.name.startswith(prefix) and ".." not in m.name.split("/")
+                if m.isfile() or m.isdir()
+            ]
+            if hasattr(tarfile, "data_filter"):
+                archive.extractall(unpacked, members=members, filter="data")
+            else:
+                archive.extractall(unpacked, members=members)
+        try:
+            (unpacked / prefix).rename(into)
+        except OSError:  # another test process unpacked it first
+            if not into.is_dir():
+                raise
+
+
+@functools.cache
+def _feedparser_corpus() -> Path | str:
+    """The unpacked tests/ of feedparser's sdist, or why there is none."""
+    override = os.environ.get("FEEDSYNC_FEEDPARSER_CORPUS")
+    if override:
+        path = Path(override)
+        return path if (path / "wellformed").is_dir() else f"no wellformed/ in {path}"
+    version = importlib.metadata.version("feedparser")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = cache / "feedsync-tests" / f"feedparser-{version}-tests"
+    if not (path / "wellformed").is_dir():
+        try:
+            _download_corpus(version, path)
+        except (OSError, subprocess.SubprocessError, tarfile.TarError) as failed:
+            return f"feedparser's corpus: none cached in {path}, and {failed}"
+    return path
+
+
+@pytest.fixture
+def feedparser_corpus() -> Path:
+    found = _feedparser_corpus()
+    if isinstance(found, Path):
+        return found
+    required = os.environ.get("FEEDSYNC_FEEDPARSER_CORPUS_REQUIRED") == "1"
+    if required or os.environ.get("FEEDSYNC_FEEDPARSER_CORPUS"):  # asked for, and not there
+        pytest.fail(found)
+    pytest.skip(found)
+
+
+def _document(path: Path) -> bytes:
+    """A corpus file as a server would have sent it: decompressed, as feedsync's HTTP
+    layer does (tests/compression: gzip, zlib, raw deflate), else as it is (some of them
+    are not compressed at all)."""
+    data = path.read_bytes()
+    if path.suffix not in (".gz", ".z"):
+        return data
+    for inflate in (gzip.decompress, zlib.decompress, lambda d: zlib.decompress(d, -15)):
+        try:
+            return inflate(data)
+        except (OSError, EOFError, zlib.error):
+            continue
+    return data
+
+
+@functools.cache
+def _referee(path: Path, content_type: str | None) -> ParsedFeed | str:
+    """What feedparser alone makes of a corpus document: the same whichever build of
+    fastfeedparser is under test, so read once."""
+    try:
+        read = parse.read(_document(path), FEED, content_type, fast=False)
+        return parse._normalise(read, FEED, FETCHED)
+    except NotAFeed as refused:
+        return f"NotAFeed: {refused}"
+
+
+def test_feedparser_corpus_is_read_fast_only_where_feedparser_agrees(
+    reader: str, feedparser_corpus: Path
+) -> None:
+    """Every document of feedparser's own test corpus, under every content type: either
+    routed to feedparser, or read by fastfeedparser into the very ParsedFeed feedparser
+    gives (every field of every entry, the feed's title, ttl, problem, skips and why)."""
+    documents = sorted(p for p in feedparser_corpus.rglob("*") if p.is_file() and p.suffix != ".py")
+    assert len(documents) > 2000, f"{feedparser_corpus}: {len(documents)} documents"
+    routed: Counter[str] = Counter()
+    problems = []
+    for path in documents:
+        body = _document(path)
+        name = str(path.relative_to(feedparser_corpus))
+        for content_type in CONTENT_TYPES:
+            if parse.read_fast(body, FEED, content_type) is None:
+                routed["feedparser"] += 1
+                continue
+            routed["fast"] += 1
+            try:
+                got: ParsedFeed | str = parse._normalise(
+                    parse.read(body, FEED, content_type), FEED, FETCHED
+                )
+            except NotAFeed as refused:
+                got = f"NotAFeed: {refused}"
+            problems += [
+                f"{name} ({content_type}): {d}"
+                for d in differences(got, _referee(path, content_type))
+            ]
+    assert not problems, f"{len(problems)} disagreements ({routed}):\n" + "\n".join(problems)
+    # the fast path still reads the plain RSS 2.0, RSS 1.0 and Atom 1.0 documents
+    assert routed["fast"] > 1500, routed
 
 
 # ---------------------------------------------------------------- generated feeds
