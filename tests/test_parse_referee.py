@@ -12,6 +12,7 @@ docs/architecture.md lists what is routed to feedparser, and why.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -485,6 +486,16 @@ def _rss(item: str, channel: str = "<title>T</title>") -> bytes:
     ).encode()
 
 
+def _rdf(item: str) -> bytes:
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><rdf:RDF '
+        'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+        f'xmlns="http://purl.org/rss/1.0/" {_NAMESPACES}><channel rdf:about="https://e.com/">'
+        "<title>T</title><link>https://news.example.com/</link></channel>"
+        f"<item rdf:about='https://news.example.com/a'>{item}</item></rdf:RDF>"
+    ).encode()
+
+
 def _atom(entry: str, feed: str = "<title>T</title>") -> bytes:
     return (
         '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom" '
@@ -525,6 +536,11 @@ SHAPES = [
     (
         "rss empty link",
         _rss("<title>A</title><link></link><guid>https://news.example.com/g</guid>"),
+        False,
+    ),
+    (
+        "rss blank link",
+        _rss("<title>A</title><link> </link><guid>https://news.example.com/g</guid>"),
         False,
     ),
     (
@@ -573,6 +589,14 @@ SHAPES = [
         False,
     ),
     (
+        "rss three summaries",
+        _rss(
+            _ITEM + "<description>D</description><description>E</description>"
+            "<itunes:summary>S</itunes:summary>"
+        ),
+        False,
+    ),
+    (
         "rss content first",
         _rss(_ITEM + "<content:encoded>C</content:encoded><description>D</description>"),
         True,
@@ -608,6 +632,12 @@ SHAPES = [
     ),
     ("rss dc:creator", _rss(_ITEM + "<dc:creator>A</dc:creator>"), True),
     ("rss itunes:author", _rss(_ITEM + "<itunes:author>A</itunes:author>"), True),
+    ("rss 1.0", _rdf(f"<title>A</title>{_LINK}<dc:creator>A</dc:creator>"), True),
+    (
+        "rss 1.0 itunes:author",
+        _rdf(f"<title>A</title>{_LINK}<itunes:author>A</itunes:author>"),
+        False,
+    ),
     (
         "rss two dc:creator",
         _rss(_ITEM + "<dc:creator>A</dc:creator><dc:creator>B</dc:creator>"),
@@ -726,6 +756,143 @@ def test_each_way_of_writing_a_field_is_read_alike_or_left_to_feedparser(
     routed_fast, got, want = both(body, "application/xml")
     assert differences(got, want) == []
     assert routed_fast == fast
+
+
+# Parts of an item or entry, written as feeds write them and as they should not: any mix
+# of them, in any order, reads alike on either path (hypothesis finds the mixes the cases
+# above did not think of: a blank <link>, a third summary-like element, <itunes:author>
+# in RSS 1.0).
+_ITEM_PARTS = [
+    "<title>A &amp; B</title>", "<title>C</title>", "<title/>",
+    "<title><![CDATA[<b>x</b> y]]></title>", "<link>https://news.example.com/a</link>",
+    "<link>https://news.example.com/b?x=1&amp;y=2</link>", "<link/>", "<link> </link>",
+    "<description>D &lt;b&gt;bold&lt;/b&gt;</description>", "<description/>",
+    "<description><![CDATA[<p>P</p>]]></description>", "<description>  </description>",
+    "<guid>https://news.example.com/g</guid>", "<guid isPermaLink='false'>g1</guid>",
+    "<pubDate>Mon, 02 Nov 2026 10:00:00 GMT</pubDate>",
+    "<pubDate>Tue, 03 Nov 2026 10:00:00 +0100</pubDate>",
+    "<dc:date>2026-11-01T10:00:00Z</dc:date>", "<dc:creator>A</dc:creator>",
+    "<author>a@example.com (A)</author>", "<itunes:author>I</itunes:author>",
+    "<itunes:summary>S &amp; T</itunes:summary>", "<itunes:title>IT</itunes:title>",
+    "<itunes:image href='https://e.com/i.jpg'/>",
+    "<media:content url='https://e.com/m.jpg'><media:title>MT</media:title>"
+    "<media:description>MD</media:description></media:content>",
+    "<media:title>MT2</media:title>", "<content:encoded><![CDATA[<p>C</p>]]></content:encoded>",
+    "<atom:link rel='self' href='https://e.com/s'/>", "<category>C</category>",
+    "<enclosure url='https://e.com/e.mp3' length='1' type='audio/mpeg'/>",
+    "<source url='https://s.example.com/'>S</source>", f"<image>{_IMAGE}</image>",
+    "<x:foo>X</x:foo>", "<!-- note -->",
+]  # fmt: skip
+_CHANNELS = [
+    "<title>T</title>", "<title>T &amp; U</title>", "", "<title>T</title><ttl>30</ttl>",
+    f"<image>{_IMAGE}</image><title>T</title>", "<itunes:author>IA</itunes:author><title>T</title>",
+]  # fmt: skip
+_ENTRY_PARTS = [
+    "<title>A &amp; B</title>", "<title type='html'>&lt;b&gt;H&lt;/b&gt; x</title>",
+    "<title type='text'>1 &lt; 2</title>", "<title/>",
+    "<link href='https://news.example.com/a'/>",
+    "<link rel='alternate' href='https://news.example.com/b'/>",
+    "<link rel='enclosure' href='https://e.com/e.mp3'/>",
+    "<link rel='self' href='https://e.com/s'/>", "<link rel='Alternate' href='https://e.com/x'/>",
+    "<updated>2026-11-02T10:00:00Z</updated>", "<published>2026-11-01T10:00:00Z</published>",
+    "<summary>S &amp; T</summary>", "<summary type='html'>&lt;p&gt;P&lt;/p&gt;</summary>",
+    "<summary/>", "<summary>  </summary>", "<content type='html'>&lt;p&gt;C&lt;/p&gt;</content>",
+    "<content type='xhtml'><div xmlns='http://www.w3.org/1999/xhtml'><p>X</p></div></content>",
+    "<author><name>N</name></author>", "<author><uri>https://e.com/u</uri></author>",
+    "<media:group><media:title>MT</media:title><media:description>MD</media:description>"
+    "</media:group>",
+    "<source><title>Src</title><link href='https://s.example.com/'/></source>", "<!-- c -->",
+]  # fmt: skip
+
+
+@contextlib.contextmanager
+def _fastfeedparser_core(native: bool) -> Iterator[None]:
+    """fastfeedparser with its compiled core, or without it (a Pi's)."""
+    core = fastfeedparser.main._core
+    if native and core is None:
+        pytest.skip("this fastfeedparser has no native core")
+    fastfeedparser.main._core = core if native else None
+    try:
+        yield
+    finally:
+        fastfeedparser.main._core = core
+
+
+@st.composite
+def _mixed(draw: st.DrawFn, usual: list[str], parts: list[str]) -> str:
+    """An item or entry: its usual fields, and a few parts more, in any order."""
+    mix = [
+        *draw(st.lists(st.sampled_from(usual), unique=True)),
+        *draw(st.lists(st.sampled_from(parts), max_size=5)),
+    ]
+    draw(st.randoms()).shuffle(mix)
+    return "".join(mix)
+
+
+_USUAL_ITEM = [
+    "<title>A</title>",
+    _LINK,
+    "<description>D</description>",
+    "<guid>https://news.example.com/g</guid>",
+]
+_USUAL_ENTRY = [
+    "<title>A</title>",
+    "<link href='https://news.example.com/a'/>",
+    "<summary>S</summary>",
+    "<updated>2026-11-02T10:00:00Z</updated>",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    items=st.lists(_mixed(_USUAL_ITEM, _ITEM_PARTS), min_size=1, max_size=3),
+    channel=st.sampled_from(_CHANNELS),
+    rdf=st.booleans(),
+    native=st.booleans(),
+)
+def test_any_mix_of_item_fields_reads_alike(
+    items: list[str], channel: str, rdf: bool, native: bool
+) -> None:
+    if rdf:  # RSS 1.0: the items beside the channel, each named by its rdf:about
+        body = (
+            '<?xml version="1.0" encoding="utf-8"?><rdf:RDF '
+            'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+            f'xmlns="http://purl.org/rss/1.0/" {_NAMESPACES}><channel rdf:about="https://e.com/">'
+            f"{channel}<link>https://news.example.com/</link></channel>"
+            + "".join(
+                f"<item rdf:about='https://news.example.com/{n}'>{item}</item>"
+                for n, item in enumerate(items)
+            )
+            + "</rdf:RDF>"
+        ).encode()
+    else:
+        body = _rss("</item><item>".join(items), channel)
+    with _fastfeedparser_core(native):
+        _fast, got, want = both(body, "application/xml")
+    assert differences(got, want) == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    entries=st.lists(_mixed(_USUAL_ENTRY, _ENTRY_PARTS), min_size=1, max_size=3),
+    title=st.sampled_from(
+        ["<title>T</title>", "<title type='html'>&lt;b&gt;T&lt;/b&gt;</title>", ""]
+    ),
+    native=st.booleans(),
+)
+def test_any_mix_of_entry_fields_reads_alike(entries: list[str], title: str, native: bool) -> None:
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom" '
+        f'xmlns:media="http://search.yahoo.com/mrss/">{title}'
+        + "".join(
+            f"<entry><id>tag:news.example.com,2026:{n}</id>{entry}</entry>"
+            for n, entry in enumerate(entries)
+        )
+        + "</feed>"
+    ).encode()
+    with _fastfeedparser_core(native):
+        _fast, got, want = both(body, "application/xml")
+    assert differences(got, want) == []
 
 
 # ---------------------------------------------------------------- the rules behind the route

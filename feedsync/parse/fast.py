@@ -145,15 +145,17 @@ _LATER_SUMMARIES = frozenset(
      (_ITUNES, "summary"), (_MEDIA, "description"), (_DC, "description")}
 )  # fmt: skip
 
+# an RSS item's author; fastfeedparser reads an RSS 1.0 item's by name, not <itunes:author>
 _RSS_AUTHORS = frozenset({("", "author"), (_DC, "creator"), (_ITUNES, "author")})
+_RDF_AUTHORS = frozenset({("", "author"), (_DC, "creator")})
 _Key = tuple[str, str]  # (namespace as the walk knows it, local name as written)
 _Attrs = dict[str, str]
 
 # Flags of an open element (the walk's stack), inherited by what it holds but _TEXT
 _TEXT, _IMAGE, _SOURCE, _IN_ENTRY, _IN_AUTHOR, _CHANNEL = 1, 2, 4, 8, 16, 32
-_EMPTY_LINK, _EMPTY_SUMMARY, _AN_ENTRY = 64, 128, 256  # work at their end
+_A_LINK, _A_SUMMARY, _AN_ENTRY = 64, 128, 256  # work at their end
 _INHERITED = _IMAGE | _SOURCE | _IN_ENTRY | _IN_AUTHOR
-_AT_END = _EMPTY_LINK | _EMPTY_SUMMARY | _AN_ENTRY
+_AT_END = _A_LINK | _A_SUMMARY | _AN_ENTRY
 
 
 class _Entry:
@@ -178,7 +180,7 @@ class _Shape:
     both readers read alike: the channel's title and ttl; each entry's title, link,
     summary, GUID, date and author; the entries themselves. Anything else raises
     :class:`_OffShape`, and feedparser reads the document. Linear: a few dict look-ups
-    an element, no search of the body but to tell a link or a summary empty.
+    an element, and the text of each entry's link and first summary (told empty or not).
 
     The shape (tests/test_parse_referee.py holds each rule to the readers):
 
@@ -191,23 +193,24 @@ class _Shape:
       Atom's ``text`` and ``html``, ``mode``: feedparser decodes base64);
     - each field once per entry where feedparser keeps the last and fastfeedparser the
       first: the GUID, the date (an RSS ``<pubDate>`` and a ``<dc:date>``; Atom's
-      ``<published>`` and ``<updated>``), the author (``<author>``, ``<dc:creator>`` or
-      ``<itunes:author>``; an Atom ``<author>`` with one ``<name>``), the RSS
-      ``<link>`` (plus ``<atom:link>`` of another rel after it) or the one Atom link
+      ``<published>`` and ``<updated>``), the author (``<author>``, ``<dc:creator>``
+      or, but in RSS 1.0, ``<itunes:author>``; an Atom ``<author>`` with one
+      ``<name>``), the RSS ``<link>`` (not blank: feedparser then takes no permalink
+      GUID for it; ``<atom:link>`` of another rel after it) or the one Atom link
       feedparser takes (rel ``alternate``, HTML);
     - the title first where both keep the first: more title-like elements only deeper
       in the entry (``<media:title>``) or ones feedparser ignores (``<itunes:title>``);
-    - the summary first (``<description>``, Atom's ``<summary>``): later summary-like
-      elements are content to feedparser, unless content came before (it then
-      overwrites the summary), and the first must not be empty when there are others
-      (fastfeedparser then takes the next);
+    - the summary first (``<description>``, Atom's ``<summary>``): one later
+      summary-like element is content to feedparser, unless content came before (one
+      after content overwrites the summary), and the first must not be empty when
+      there is another (fastfeedparser then takes the next);
     - the channel's title once, a direct child of the channel (or of an Atom feed),
       title-like elements otherwise only in ``<image>`` and ``<textinput>``; ``<ttl>``
       at most once, a child of the channel.
     """
 
-    def __init__(self, parser: Any, body: bytes, root: str) -> None:
-        self.parser, self.body = parser, body
+    def __init__(self, parser: Any, root: str) -> None:
+        self.parser = parser
         if root == _ATOM_10:
             self.core = _ATOM_NS
         elif root == _RDF:
@@ -225,14 +228,18 @@ class _Shape:
         self.ttl = 0
         self.typed_html = False  # an Atom entry's title or summary of type="html"
         self.html_title = False  # the Atom feed's title is type="html"
-        self.empty_from = -1  # where the start tag of a link or summary told empty began
+        # the text of the entry's link, and of its first summary (told empty or not)
+        self.text: list[str] = []
+        parser.buffer_text = True  # that text in one piece, or few
         self.names: dict[str, tuple[int | None, _Key | None]] = {}
         core = self.core
         self.title_key, self.link_key = (core, "title"), (core, "link")
         self.summary_key = (core, "summary" if self.atom else "description")
         self.guid_key = (core, "id" if self.atom else "guid")
-        self.published_key = (core, "published") if self.atom else ("", "pubDate")
+        # Atom: <published>, <updated>; RSS: <pubDate>, <dc:date>; RSS 1.0: <dc:date>
+        self.published_key = {_ATOM_NS: (core, "published"), "": ("", "pubDate")}.get(core)
         self.updated_key = (core, "updated") if self.atom else (_DC, "date")
+        self.authors = _RDF_AUTHORS if core == _RSS1_NS else _RSS_AUTHORS
         # the rule for each class of field inside an entry (by _F_* number): its flags,
         # or raise
         self.rules = (
@@ -244,6 +251,11 @@ class _Shape:
         parser.EndElementHandler = self.end
         parser.CommentHandler = self.comment
         parser.ProcessingInstructionHandler = self.instruction
+
+    def read_text(self) -> None:
+        """Keep the text of the element that starts, until it ends (:meth:`end`)."""
+        self.text.clear()
+        self.parser.CharacterDataHandler = self.text.append
 
     def comment(self, data: str) -> None:
         if self.stack[-1] & _TEXT:
@@ -298,12 +310,16 @@ class _Shape:
         if flags & _AN_ENTRY:
             self.entry_ends()
             return
-        # a link or summary: expat is at its end tag, or just past an empty-element tag
-        empty = self.parser.CurrentByteIndex == self.body.find(b">", self.empty_from) + 1
-        if empty and flags & _EMPTY_LINK:
-            # feedparser then does not take a permalink GUID for the link
-            raise _OffShape("an empty <link>")
-        self.entry.first_summary_empty = empty
+        self.parser.CharacterDataHandler = None
+        text = "".join(self.text)
+        if flags & _A_LINK:
+            if not text.strip():
+                # feedparser then does not take a permalink GUID for the link: the entry
+                # has none; fastfeedparser's empty link cannot say it had one
+                raise _OffShape("an empty <link>")
+        else:
+            # fastfeedparser then takes the next summary-like element (a blank one, not)
+            self.entry.first_summary_empty = not text
 
     def in_feed(
         self, kind: int, ns: str, local: str, attributes: dict[str, str], depth: int, parent: int
@@ -399,8 +415,8 @@ class _Shape:
         if key != self.link_key or attributes or entry.links or entry.atom_link_first:
             raise _OffShape(f"a link fastfeedparser may read otherwise: {key[1]}")
         entry.links += 1
-        self.empty_from = self.parser.CurrentByteIndex
-        return _TEXT | _EMPTY_LINK
+        self.read_text()
+        return _TEXT | _A_LINK
 
     def entry_summary(
         self, entry: _Entry, key: _Key, attributes: _Attrs, direct: bool, *_: int
@@ -412,14 +428,14 @@ class _Shape:
                 self.typed_html |= self.text_type(attributes)
             elif attributes:
                 raise _OffShape("an RSS description with attributes")
-            if any(">" in value for value in attributes.values()):
-                raise _OffShape("a '>' in a summary's attribute")
             entry.summaries += 1
-            self.empty_from = self.parser.CurrentByteIndex
-            return _TEXT | _EMPTY_SUMMARY
+            self.read_text()
+            return _TEXT | _A_SUMMARY
         if entry.content or key not in _LATER_SUMMARIES:
             raise _OffShape(f"a summary feedparser may read otherwise: {key[1]}")
         entry.summaries += 1
+        # feedparser makes it content, and the next summary-like element overwrites
+        entry.content = True
         if direct:
             entry.later_summary = True
         return 0
@@ -445,7 +461,6 @@ class _Shape:
     def entry_date(
         self, entry: _Entry, key: _Key, attributes: _Attrs, direct: bool, *_: int
     ) -> int:
-        # Atom: <published>, <updated>; RSS: <pubDate>; RSS and RSS 1.0: <dc:date>
         if direct and key == self.published_key and not entry.published:
             entry.published += 1
             return _TEXT
@@ -470,7 +485,7 @@ class _Shape:
             ):
                 entry.names += 1
                 return _TEXT
-        elif direct and not entry.authors and not attributes and key in _RSS_AUTHORS:
+        elif direct and not entry.authors and not attributes and key in self.authors:
             entry.authors += 1
             return _TEXT
         raise _OffShape(f"an author fastfeedparser may read otherwise: {key[1]}")
@@ -546,7 +561,7 @@ class _Sniff:
             self.root = name
             if name not in _FAST_ROOTS:
                 raise _OffShape(f"the root {name}")  # feedparser's: no need to read on
-            self.shape = _Shape(parser, body, name)
+            self.shape = _Shape(parser, name)
 
         parser.StartElementHandler = root
         try:
