@@ -5,8 +5,9 @@ Three readers turn a document into :class:`RawFeed` (what the feed says, as it s
 - JSON Feed 1.0/1.1 (jsonfeed.org), read with :mod:`json` (``parse/jsonfeed.py``);
 - fastfeedparser (lxml), for the documents that it reads exactly as feedparser does:
   well-formed UTF-8 (or ASCII) RSS 2.0/0.9x, RSS 1.0 and Atom 1.0 with an XML content
-  type (``parse/fast.py``). :func:`fast_route` decides from one expat pass over the
-  bytes; docs/architecture.md lists what is routed where, and why;
+  type, each field feedsync keeps written in the one way both read alike
+  (``parse/fast.py``). :func:`fast_route` decides from one expat pass over the bytes;
+  docs/architecture.md lists what is routed where, and why;
 - feedparser, the referee, for everything else (``parse/referee.py``): malformed XML (its
   ``bozo`` complaint kept in ``ParsedFeed.problem``), documents whose declared and real
   encodings differ, other encodings (Shift_JIS, EUC-JP, ISO-8859-x...), Atom 0.3, a
