@@ -59,12 +59,17 @@ SELECT 'row', s.guid, s.id, s.revision_of, NULL
   JOIN news_summary AS s ON s.id = j.value
  WHERE s.first_seen_at >= :since;
 
--- name: identity_mark_revision
--- Never fetched: the story is the root's.
+-- name: identity_mark_revisions
+-- Never fetched: the story is the root's. Every revision one poll found (:marks, a JSON
+-- array of {id, root, reason}) in one statement after they were all judged, not one per
+-- revision: a feed may carry 2,000 versions of a story. Nothing in the poll's
+-- transaction reads these columns of its new rows after the judging (feedsync/storage/
+-- sql_polling.py), so marking them last changes nothing but the count of statements.
 UPDATE news_summary
-   SET state = 'done', revision_of = :root, link_reason = :reason,
-       lease_owner = NULL, lease_until = NULL
- WHERE id = :id;
+   SET state = 'done', revision_of = json_extract(m.value, '$.root'),
+       link_reason = json_extract(m.value, '$.reason'), lease_owner = NULL, lease_until = NULL
+  FROM json_each(:marks) AS m
+ WHERE news_summary.id = json_extract(m.value, '$.id');
 
 -- name: identity_retitle
 -- The revision's title replaces the article's (every title stays in news_summary).

@@ -304,10 +304,11 @@ class SQLPolling(SQLHostPacing):
     ) -> int:
         """The created rows that are another version of an earlier story
         (``identity.revision``), judged in feed order from one statement's answer
-        (``identity_batch``), then marked and their article retitled (a statement or two
-        per revision: rare, a title edited). A match created by this same poll may itself
-        be a revision found here: it is followed to its root (``roots``), as one insert
-        per entry, marked before the next, gave it.
+        (``identity_batch``), each revision's article retitled as it is found (a
+        statement per revision: a title edited is rare), all of them marked in one
+        statement at the end. A match created by this same poll may itself be a revision
+        found here: it is followed to its root (``roots``), as one insert per entry,
+        marked before the next, gave it.
 
         The statement answers per key (URL, GUID) from the rows this poll neither created
         nor linked; walking the poll in feed order, the rows it created (URL) and linked
@@ -351,6 +352,8 @@ class SQLPolling(SQLHostPacing):
                 windowed[row_id] = (key, match)
 
         roots: dict[int, int] = {}  # a row created by this poll -> the root of its story
+        pulled: set[int] = set()  # roots whose article _pull_article_of brought already
+        marks: list[dict[str, int | str]] = []  # the revisions found, marked at the end
 
         def root(match: Match | None) -> int | None:
             if match is None:
@@ -363,12 +366,11 @@ class SQLPolling(SQLHostPacing):
         linked_at = dict(newly_linked)
         earlier_url: dict[str, Match] = {}  # created earlier in the feed (within the window)
         earlier_guid: dict[str, Match] = {}  # linked earlier in the feed (within the window)
-        revisions = 0
         for ord_ in sorted(made_at.keys() | linked_at.keys()):
             made = made_at.get(ord_)
             if made is not None:
                 summary_id, entry = made
-                if self._judge_revision(
+                self._judge_revision(
                     conn,
                     summary_id,
                     entry,
@@ -378,8 +380,9 @@ class SQLPolling(SQLHostPacing):
                     by_url=root(lower(by_url.get(entry.url), earlier_url.get(entry.url))),
                     by_canonical=pages[entry.url][1] if entry.url in pages else None,
                     roots=roots,
-                ):
-                    revisions += 1
+                    pulled=pulled,
+                    marks=marks,
+                )
                 if summary_id in windowed:
                     keep_lowest(earlier_url, entry.url, windowed[summary_id][1])
             linked_id = linked_at.get(ord_)
@@ -387,7 +390,9 @@ class SQLPolling(SQLHostPacing):
                 guid, earlier = windowed[linked_id]
                 if guid is not None:
                     keep_lowest(earlier_guid, guid, earlier)
-        return revisions
+        if marks:
+            self._exec(conn, "identity_mark_revisions", marks=json.dumps(marks, ensure_ascii=False))
+        return len(marks)
 
     def _judge_revision(
         self,
@@ -399,25 +404,26 @@ class SQLPolling(SQLHostPacing):
         by_url: int | None,
         by_canonical: int | None,
         roots: dict[int, int],
-    ) -> bool:
-        """One created row judged (``identity.revision``) and, when it is a revision,
-        marked and its article retitled; its root noted in ``roots`` for the rows after
-        it. Says whether it was a revision."""
+        pulled: set[int],
+        marks: list[dict[str, int | str]],
+    ) -> None:
+        """One created row judged (``identity.revision``), its root noted in ``roots``
+        for the rows after it; a revision goes into ``marks`` (all marked in one
+        statement after the poll is judged) and retitles its article now (in feed
+        order: which title an article ends with depends on the order of the retitles).
+        A root's article is brought where changes are made once per poll (``pulled``):
+        once there it stays for the transaction, and on SQLite a pull is three
+        statements, for each of the 2,000 versions of a story a feed may carry."""
         link = identity.revision(by_guid=by_guid, by_url=by_url, by_canonical=by_canonical)
         if link is None or link.target == summary_id:
             roots[summary_id] = summary_id
-            return False
+            return
         roots[summary_id] = link.target
-        self._exec(
-            conn,
-            "identity_mark_revision",
-            id=summary_id,
-            root=link.target,
-            reason=link.reason,
-        )
-        self._pull_article_of(conn, link.target)
+        marks.append({"id": summary_id, "root": link.target, "reason": link.reason})
+        if link.target not in pulled:
+            pulled.add(link.target)
+            self._pull_article_of(conn, link.target)
         self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
-        return True
 
     def release_feed(self, feed_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))

@@ -11,6 +11,14 @@ UPDATE news AS n SET title = :title
    AND NOT EXISTS (SELECT 1 FROM news AS o
                     WHERE o.url = n.url AND o.title = :title AND o.id <> n.id);
 
+-- name: identity_mark_revisions
+-- sql/identity.sql's, the marks read with jsonb_to_recordset.
+UPDATE news_summary AS s
+   SET state = 'done', revision_of = m.root, link_reason = m.reason,
+       lease_owner = NULL, lease_until = NULL
+  FROM jsonb_to_recordset(CAST(:marks AS jsonb)) AS m(id bigint, root bigint, reason text)
+ WHERE s.id = m.id;
+
 -- name: identity_batch
 -- sql/identity.sql's identity_batch (the same four kinds of rows, the same parameters, as
 -- JSON arrays), in one round trip. Here the lookups that leave out this poll's rows are
