@@ -205,8 +205,8 @@ DELETE FROM news_summary WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: live_indexes
 -- Indexes the live database has and the card does not (created when it is opened, so a
 -- live database restored from the card gets them too). The GUID index serves
--- identity_batch's GUID lookup (sql/identity.sql), run for every entry a poll creates:
--- without it, each one read every
+-- identity_batch's GUID lookup (sql/identity.sql), run for every GUID of a poll's new
+-- entries: without it, each one read every
 -- entry of the identity window (news_summary_recent is ordered by time), a cost that
 -- grew with the window and made a first poll of many feeds quadratic (0.5 ms a row at
 -- 3,000 rows). On the card it would be an insert at a random place per entry saved,

@@ -7,65 +7,69 @@
 -- already, and are read through news_all.
 
 -- name: identity_batch
--- For every row one poll created (:fresh, a JSON array of {id, ord, url, guid}), in one
--- statement instead of three per row:
---   guid: an earlier row of the same feed with the same GUID (the index
---         news_summary_guid_live, sql/card.sql, serves it);
---   url:  an earlier row with the same URL and another title (the title was edited);
---   page: an article whose page named this URL as its canonical one (another URL than
---         its own: the same URL with another title is the url lookup's).
--- One insert per entry let each row's lookups see only the entries staged before it;
--- here the whole poll is staged already, so what came later in the feed is left out: a
--- row created later (url, guid), a link to this feed made later in the same poll
--- (:linked, {id, ord}: guid). The match itself is returned, with its revision_of: a match
--- created by this same poll is only now being resolved (feedsync/storage/sql_polling.py
--- follows it to its root in feed order).
-WITH fresh AS (
-    SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.ord') AS ord,
-           json_extract(value, '$.url') AS url, json_extract(value, '$.guid') AS guid
-      FROM json_each(:fresh)
-),
-linked AS (
-    SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.ord') AS ord
-      FROM json_each(:linked)
-),
-found AS (
-    SELECT f.id, f.ord,
-           (SELECT s.id
-              FROM news_summary AS s
-              JOIN feed_entries AS fe ON fe.summary_id = s.id
-             WHERE f.guid IS NOT NULL AND fe.feed_id = :feed_id AND s.guid = f.guid
-               AND s.id <> f.id AND s.first_seen_at >= :since
-               AND NOT EXISTS (SELECT 1 FROM linked AS l WHERE l.id = s.id AND l.ord > f.ord)
-             ORDER BY s.id
-             LIMIT 1) AS guid_id,
-           (SELECT s.id
-              FROM news_summary AS s
-             WHERE s.url = f.url AND s.id <> f.id AND s.first_seen_at >= :since
-               AND NOT EXISTS (SELECT 1 FROM fresh AS x WHERE x.id = s.id AND x.ord > f.ord)
-             ORDER BY s.id
-             LIMIT 1) AS url_id,
-           (SELECT n.summary_id
-              FROM news_all AS n
-             WHERE n.canonical_url = f.url AND n.canonical_url <> n.url
-               AND n.fetched_at >= :since
-             ORDER BY n.id
-             LIMIT 1) AS page_root
-      FROM fresh AS f
-)
-SELECT found.id, found.guid_id, g.revision_of AS guid_revision_of,
-       found.url_id, u.revision_of AS url_revision_of, found.page_root
-  FROM found
-  LEFT JOIN news_summary AS g ON g.id = found.guid_id
-  LEFT JOIN news_summary AS u ON u.id = found.url_id
- ORDER BY found.ord;
+-- What the revision rule needs to judge every row one poll created, in ONE statement for
+-- the poll, each lookup by key through an index, so that its cost follows the poll's
+-- entries and the rows that share their URLs or GUIDs, never entries x rows:
+--   url:  per URL of the created rows (:urls), the lowest id among the rows with that
+--         URL first seen within the window that this poll did NOT create (:fresh), and
+--         its revision_of;
+--   guid: per GUID of the created rows (:guids), the lowest id among this feed's rows
+--         with that GUID first seen within the window that this poll did NOT link
+--         (:linked), and its revision_of (the index news_summary_guid_live, sql/card.sql);
+--   page: the articles fetched within the window whose page named one of :urls as its
+--         canonical URL, another than their own (id: the article's, summary_id: its
+--         entry's); the caller keeps the lowest article id per URL;
+--   row:  of this poll's created and linked rows (:rows), those first seen within the
+--         window, with their stored GUID and revision_of.
+-- One insert per entry let each row's lookups see only what was staged before it. The
+-- rows this poll created or linked are therefore left out of url and guid here, and
+-- feedsync/storage/sql_polling.py adds back, walking the poll in feed order, those that
+-- came earlier in the feed than the row it judges (from `row`): the candidates, and so
+-- the decisions, are those of one insert per entry. When every row of a poll shared one
+-- URL, the correlated lookups this replaces (for each created row, every row of its URL,
+-- each checked against every created row) made a poll's cost cubic: 800 entries with one
+-- link took 59 s of CPU in the write transaction.
+-- `page` is a plain join, not an aggregate: only so does SQLite flatten news_all (a
+-- UNION ALL of the live database and the card's month tables, sql/card.sql) into it and
+-- seek each file's canonical_url index; with min() or a correlated ORDER BY ... LIMIT it
+-- read every article fetched within the window, for every row created. The url and guid
+-- aggregates take revision_of from the row of min(id) (SQLite's rule for a bare column
+-- beside a single min()).
+SELECT 'url' AS kind, s.url AS key, min(s.id) AS id, s.revision_of, NULL AS summary_id
+  FROM news_summary AS s
+ WHERE s.url IN (SELECT value FROM json_each(:urls))
+   AND s.first_seen_at >= :since
+   AND s.id NOT IN (SELECT value FROM json_each(:fresh))
+ GROUP BY s.url
+UNION ALL
+SELECT 'guid', s.guid, min(s.id), s.revision_of, NULL
+  FROM news_summary AS s
+  JOIN feed_entries AS fe ON fe.summary_id = s.id AND fe.feed_id = :feed_id
+ WHERE s.guid IN (SELECT value FROM json_each(:guids))
+   AND s.first_seen_at >= :since
+   AND s.id NOT IN (SELECT value FROM json_each(:linked))
+ GROUP BY s.guid
+UNION ALL
+SELECT 'page', n.canonical_url, n.id, NULL, n.summary_id
+  FROM json_each(:urls) AS j, news_all AS n
+ WHERE n.canonical_url = j.value AND n.canonical_url <> n.url AND n.fetched_at >= :since
+UNION ALL
+SELECT 'row', s.guid, s.id, s.revision_of, NULL
+  FROM json_each(:rows) AS j
+  JOIN news_summary AS s ON s.id = j.value
+ WHERE s.first_seen_at >= :since;
 
--- name: identity_mark_revision
--- Never fetched: the story is the root's.
+-- name: identity_mark_revisions
+-- Never fetched: the story is the root's. Every revision one poll found (:marks, a JSON
+-- array of {id, root, reason}) in one statement after they were all judged, not one per
+-- revision: a feed may carry 2,000 versions of a story. Nothing in the poll's
+-- transaction reads these columns of its new rows after the judging (feedsync/storage/
+-- sql_polling.py), so marking them last changes nothing but the count of statements.
 UPDATE news_summary
-   SET state = 'done', revision_of = :root, link_reason = :reason,
-       lease_owner = NULL, lease_until = NULL
- WHERE id = :id;
+   SET state = 'done', revision_of = json_extract(m.value, '$.root'),
+       link_reason = json_extract(m.value, '$.reason'), lease_owner = NULL, lease_until = NULL
+  FROM json_each(:marks) AS m
+ WHERE news_summary.id = json_extract(m.value, '$.id');
 
 -- name: identity_retitle
 -- The revision's title replaces the article's (every title stays in news_summary).

@@ -194,6 +194,25 @@ def test_a_title_edit_without_guids_links_by_url(fs: FeedsyncEnv, site: Site) ->
     assert reasons == [None, "same URL, new title"]
 
 
+def test_a_feed_of_one_link_under_hundreds_of_titles_fetches_its_page_once(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    # a live-blog feed that gives every update its own title and the same link: one
+    # article, every other title a revision of it (staging them was cubic in their
+    # number, inside the write transaction: tests/test_storage.py measures the cost)
+    page = site.page("rolling", "Storm: live updates")
+    items = [Item(f"Storm: update {n}", page, ago(1)) for n in range(300)]
+    fs.configure([site.feed("live.xml", items)])
+    done = json.loads(fs.run("run", "--json").stdout)
+
+    assert site.hits("/articles/rolling") == 1
+    assert done["revisions"] == 299
+    news_id, _ = one_news_row(fs)
+    shown = json.loads(fs.run("show", str(news_id), "--json").stdout)
+    assert len(shown["revisions"]) == 300
+    assert {r["reason"] for r in shown["revisions"][1:]} == {"same URL, new title"}
+
+
 def test_a_move_to_https_with_the_same_guid_is_not_fetched_again(
     fs: FeedsyncEnv, site: Site
 ) -> None:

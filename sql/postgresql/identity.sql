@@ -11,46 +11,60 @@ UPDATE news AS n SET title = :title
    AND NOT EXISTS (SELECT 1 FROM news AS o
                     WHERE o.url = n.url AND o.title = :title AND o.id <> n.id);
 
+-- name: identity_mark_revisions
+-- sql/identity.sql's, the marks read with jsonb_to_recordset.
+UPDATE news_summary AS s
+   SET state = 'done', revision_of = m.root, link_reason = m.reason,
+       lease_owner = NULL, lease_until = NULL
+  FROM jsonb_to_recordset(CAST(:marks AS jsonb)) AS m(id bigint, root bigint, reason text)
+ WHERE s.id = m.id;
+
 -- name: identity_batch
--- sql/identity.sql's identity_batch, with LATERAL joins: the three lookups for every row one
--- poll created (:fresh, a JSON array of {id, ord, url, guid}), in one round trip instead
--- of three per row. One insert per entry let each row's lookups see only the entries
--- staged before it; here the whole poll is staged already, so what came later in the
--- feed is left out: a row created later (by_url, by_guid), a link to this feed made
--- later in the same poll (:linked, {id, ord}: by_guid). The match itself is returned,
--- with its revision_of: a match created by this same poll is only now being resolved
--- (feedsync/storage/postgresql.py follows it to its root in feed order).
+-- sql/identity.sql's identity_batch (the same four kinds of rows, the same parameters, as
+-- JSON arrays), in one round trip. Here the lookups that leave out this poll's rows are
+-- anti-joins (NOT EXISTS against the hashed list), the lowest id per key a GROUP BY
+-- joined back to its row for revision_of, and news_all (on PostgreSQL the news table)
+-- is reached through its canonical_url index: per key, never per created row.
 WITH fresh AS (
-    SELECT * FROM jsonb_to_recordset(CAST(:fresh AS jsonb))
-                  AS f(id bigint, ord integer, url text, guid text)
+    SELECT CAST(value AS bigint) AS id
+      FROM jsonb_array_elements_text(CAST(:fresh AS jsonb))
 ),
 linked AS (
-    SELECT * FROM jsonb_to_recordset(CAST(:linked AS jsonb)) AS l(id bigint, ord integer)
+    SELECT CAST(value AS bigint) AS id
+      FROM jsonb_array_elements_text(CAST(:linked AS jsonb))
+),
+url_first AS (
+    SELECT s.url AS key, min(s.id) AS id
+      FROM news_summary AS s
+     WHERE s.url IN (SELECT value FROM jsonb_array_elements_text(CAST(:urls AS jsonb)))
+       AND s.first_seen_at >= :since
+       AND NOT EXISTS (SELECT 1 FROM fresh AS f WHERE f.id = s.id)
+     GROUP BY s.url
+),
+guid_first AS (
+    SELECT s.guid AS key, min(s.id) AS id
+      FROM news_summary AS s
+      JOIN feed_entries AS fe ON fe.summary_id = s.id AND fe.feed_id = :feed_id
+     WHERE s.guid IN (SELECT value FROM jsonb_array_elements_text(CAST(:guids AS jsonb)))
+       AND s.first_seen_at >= :since
+       AND NOT EXISTS (SELECT 1 FROM linked AS l WHERE l.id = s.id)
+     GROUP BY s.guid
 )
-SELECT f.id, g.id AS guid_id, g.revision_of AS guid_revision_of,
-       u.id AS url_id, u.revision_of AS url_revision_of, p.root AS page_root
-  FROM fresh AS f
-  LEFT JOIN LATERAL (
-        SELECT s.id, s.revision_of
-          FROM news_summary AS s
-          JOIN feed_entries AS fe ON fe.summary_id = s.id
-         WHERE f.guid IS NOT NULL AND fe.feed_id = :feed_id AND s.guid = f.guid
-           AND s.id <> f.id AND s.first_seen_at >= :since
-           AND NOT EXISTS (SELECT 1 FROM linked AS l WHERE l.id = s.id AND l.ord > f.ord)
-         ORDER BY s.id
-         LIMIT 1) AS g ON true
-  LEFT JOIN LATERAL (
-        SELECT s.id, s.revision_of
-          FROM news_summary AS s
-         WHERE s.url = f.url AND s.id <> f.id AND s.first_seen_at >= :since
-           AND NOT EXISTS (SELECT 1 FROM fresh AS x WHERE x.id = s.id AND x.ord > f.ord)
-         ORDER BY s.id
-         LIMIT 1) AS u ON true
-  LEFT JOIN LATERAL (
-        SELECT n.summary_id AS root
-          FROM news_all AS n
-         WHERE n.canonical_url = f.url AND n.canonical_url <> n.url
-           AND n.fetched_at >= :since
-         ORDER BY n.id
-         LIMIT 1) AS p ON true
- ORDER BY f.ord;
+SELECT 'url' AS kind, u.key, u.id, s.revision_of, CAST(NULL AS bigint) AS summary_id
+  FROM url_first AS u
+  JOIN news_summary AS s ON s.id = u.id
+UNION ALL
+SELECT 'guid', g.key, g.id, s.revision_of, NULL
+  FROM guid_first AS g
+  JOIN news_summary AS s ON s.id = g.id
+UNION ALL
+SELECT 'page', n.canonical_url, n.id, NULL, n.summary_id
+  FROM news_all AS n
+ WHERE n.canonical_url IN (SELECT value FROM jsonb_array_elements_text(CAST(:urls AS jsonb)))
+   AND n.canonical_url <> n.url AND n.fetched_at >= :since
+UNION ALL
+SELECT 'row', s.guid, s.id, s.revision_of, NULL
+  FROM news_summary AS s
+ WHERE s.id IN (SELECT CAST(value AS bigint)
+                  FROM jsonb_array_elements_text(CAST(:rows AS jsonb)))
+   AND s.first_seen_at >= :since;
