@@ -97,16 +97,19 @@ def candidates(
     a candidate in feed B whose ``latest_published`` is older.
     """
     oldest = cutoff(latest_published, lookback)
-    seen: set[tuple[str, str]] = set()
-    chosen: list[Entry] = []
+    chosen: dict[tuple[str, str], Entry] = {}
     for entry in entries:
         key = (entry.url, entry.title)
-        if key in seen:
+        first = chosen.get(key)
+        if first is not None:
+            # a repeat: the first copy's fields, with the first date any copy gives (an
+            # undated copy first lost the date a later one carried)
+            if first.published is None and entry.published is not None:
+                chosen[key] = first._replace(published=entry.published)
             continue
         if entry.published is None or entry.published >= oldest:
-            seen.add(key)
-            chosen.append(entry)
-    return tuple(chosen)
+            chosen[key] = entry
+    return tuple(chosen.values())
 
 
 def newest_published(staged: Iterable[Entry]) -> str:

@@ -82,6 +82,14 @@ def test_candidates_drop_repeats_within_one_feed() -> None:
     assert decide.candidates([twice, twice], "", timedelta(hours=1)) == (twice,)
 
 
+def test_a_repeat_gives_its_date_to_an_undated_first_copy() -> None:
+    """One story twice in one document, undated first, dated later: staged once, with
+    the date (it was staged undated, and the feed's latest_published never saw it)."""
+    undated, dated = entry("same", None), entry("same", "2026-11-22T11:00:00Z")
+    chosen = decide.candidates([undated, dated], "", timedelta(hours=1))
+    assert [(e.title, e.published) for e in chosen] == [("same", "2026-11-22T11:00:00Z")]
+
+
 def test_latest_published_advances_to_the_newest_staged_only() -> None:
     staged = [
         entry("a", "2026-11-20T00:00:00Z"),
