@@ -39,7 +39,7 @@ lock_suffix=""  # .ci/requirements$lock_suffix.lock
 
 usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 say() { printf 'install.sh: %s\n' "$*"; }
-die() { printf 'install.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
+die() { printf 'install.sh: %s\n' "$1" >&2; exit "${2:-1}"; }  # $2: the exit code, not said
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
         --purge) purge=1 ;;
         --root)
             [ $# -ge 2 ] || die "--root needs a directory" 2
-            root=$(cd "$2" && pwd) || die "--root: no such directory: $2" 2
+            root=$(cd -- "$2" 2>/dev/null && pwd) || die "--root: no such directory: $2" 2
             shift
             ;;
         -h | --help) usage; exit 0 ;;
