@@ -127,6 +127,8 @@ def test_the_config_template_is_valid_and_never_overwritten(tmp_path: Path) -> N
         (["--bogus"], "unknown option: --bogus (see --help)"),
         (["--root", "/nonexistent"], "--root: no such directory: /nonexistent"),
         (["--root"], "--root needs a directory"),
+        (["--cron", "--systemd"], "--cron and --systemd: choose one"),
+        (["--uninstall", "--cron"], "--uninstall takes no --cron, --systemd or --run"),
     ],
 )
 def test_install_refuses_bad_options_in_one_line(args: list[str], said: str) -> None:
