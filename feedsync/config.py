@@ -1,8 +1,9 @@
 """Configuration: where it is found, what it may say, and a clear error for anything else.
 
 The file is TOML. It is looked for in this order: ``--config FILE``, ``$FEEDSYNC_CONFIG``,
-``/etc/feedsync/feedsync.toml``, ``$XDG_CONFIG_HOME/feedsync/feedsync.toml``; with none of
-them, per-user defaults under the XDG directories apply. Every key is declared once in
+``$XDG_CONFIG_HOME/feedsync/feedsync.toml`` (the user's own), ``/etc/feedsync/feedsync.toml``
+(the system service's); with none of them, per-user defaults under the XDG directories
+apply. Every key is declared once in
 ``_SECTIONS`` below with its type and default, so an unknown key or a bad value is reported
 naming the key (``poll.timeout``) and the file, in one line. Durations are written
 "90s", "30m", "24h", "7d" or combined ("1h30m").
@@ -210,7 +211,11 @@ def find_config_file(explicit: str | None, environ: Mapping[str, str] = os.envir
     """The file to read, by the documented order; None means built-in defaults.
 
     A file named explicitly (flag or environment) must exist; the well-known locations
-    are simply skipped when absent.
+    are simply skipped when absent. The user's own config comes before the system
+    service's: a system install (or the config an uninstall keeps) does not decide what a
+    user's feedsync does, and its config, readable by the service's group only, does not
+    stop it. The service and the ``feedsync`` command of a system install name theirs
+    with ``--config``.
     """
     named = explicit or environ.get("FEEDSYNC_CONFIG")
     if named:
@@ -219,7 +224,7 @@ def find_config_file(explicit: str | None, environ: Mapping[str, str] = os.envir
             how = "--config" if explicit else "FEEDSYNC_CONFIG"
             raise ConfigError(f"config file not found: {path} (from {how})")
         return path
-    for candidate in (SYSTEM_CONFIG, user_config_path()):
+    for candidate in (user_config_path(), SYSTEM_CONFIG):
         if candidate.is_file():
             return candidate
     return None
@@ -254,6 +259,14 @@ def load(explicit: str | None = None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except PermissionError as exc:
+        if path != SYSTEM_CONFIG:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(
+            f"{path}: cannot read: {exc.strerror}. It is the system service's config: "
+            "`sudo feedsync COMMAND` uses it; for a feedsync of your own, write "
+            f"{user_config_path()} (or name one with --config FILE)"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     return from_dict(raw, source=path)

@@ -23,11 +23,20 @@ command -v sqlite3 >/dev/null 2>&1 || needed+=(sqlite3)  # reads a snapshot, as 
 command -v openssl >/dev/null 2>&1 || needed+=(openssl)  # a certificate for the https tests
 # a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
-if [ ${#needed[@]} -gt 0 ]; then
-    echo "tests/run.sh: installing ${needed[*]} (apt)"
+# install.sh's crontab paths (tests/test_install_paths.py): crontab and the cron daemon,
+# as install.sh installs them, without the mail server cron recommends
+bare=()
+command -v crontab >/dev/null 2>&1 || bare+=(cron)
+if [ ${#needed[@]} -gt 0 ] || [ ${#bare[@]} -gt 0 ]; then
+    echo "tests/run.sh: installing ${needed[*]} ${bare[*]} (apt)"
     # a partial index update (mirror sync in progress) is not fatal: the install says
     as_root apt-get update -q || echo "tests/run.sh: apt-get update had errors; trying anyway"
+fi
+if [ ${#needed[@]} -gt 0 ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${needed[@]}"
+fi
+if [ ${#bare[@]} -gt 0 ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${bare[@]}"
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -137,6 +137,10 @@ def test_search_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "feedsync.toml").write_text("")
     assert config.find_config_file(None) == tmp_path / "etc" / "feedsync.toml"
+    # the user's own comes before the system service's (issue 42 item 4; a per-user run
+    # that the system config, unreadable to it, stops: tests/test_install_paths.py)
+    user.write_text("")
+    assert config.find_config_file(None) == user
 
 
 def test_cli_reports_a_config_error_in_one_line_and_exits_2(fs: FeedsyncEnv) -> None:

@@ -121,9 +121,21 @@ def test_the_config_template_is_valid_and_never_overwritten(tmp_path: Path) -> N
     assert config.read_text().endswith("# mine\n")
 
 
-def test_install_refuses_unknown_options() -> None:
-    done = subprocess.run([str(REPO / "install.sh"), "--bogus"], capture_output=True, text=True)
-    assert done.returncode == 2 and "unknown option: --bogus" in done.stderr
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--bogus"], "unknown option: --bogus (see --help)"),
+        (["--root", "/nonexistent"], "--root: no such directory: /nonexistent"),
+        (["--root"], "--root needs a directory"),
+        (["--cron", "--systemd"], "--cron and --systemd: choose one"),
+        (["--uninstall", "--cron"], "--uninstall takes no --cron, --systemd or --run"),
+    ],
+)
+def test_install_refuses_bad_options_in_one_line(args: list[str], said: str) -> None:
+    """One line naming what was wrong, and nothing else: no exit code at its end, no
+    error of bash's own before it (issue 42 item 5)."""
+    done = subprocess.run([str(REPO / "install.sh"), *args], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"install.sh: {said}\n")
 
 
 # ---------------------------------------------------------------- the system service
@@ -229,7 +241,7 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
 
 def test_purge_without_uninstall_is_refused(tmp_path: Path) -> None:
     done = install_root(tmp_path, "--purge")
-    assert done.returncode == 2 and "--purge goes with --uninstall" in done.stderr
+    assert (done.returncode, done.stderr) == (2, "install.sh: --purge goes with --uninstall\n")
 
 
 @pytest.mark.slow

@@ -59,7 +59,7 @@ def _global_options(parser: argparse.ArgumentParser, *, main: bool) -> None:
         "--config",
         metavar="FILE",
         help="config file (default: $FEEDSYNC_CONFIG, "
-        "/etc/feedsync/feedsync.toml, ~/.config/feedsync/feedsync.toml)",
+        "~/.config/feedsync/feedsync.toml, /etc/feedsync/feedsync.toml)",
         **default,
     )
     parser.add_argument(
