@@ -508,14 +508,15 @@ def test_versions_of_one_story_stage_in_time_linear_in_their_number(
     tmp_path: Path, shape: str
 ) -> None:
     per_entry: dict[int, float] = {}
-    for count in (500, 2000):
-        storage = SQLiteStorage.open(tmp_path / f"{count}.db")
+    for count, run in itertools.product((500, 2000), range(3)):  # the least of 3: noise
+        storage = SQLiteStorage.open(tmp_path / f"{count}-{run}.db")
         try:
             fid = feed_id(storage)
             entries = [VERSIONS[shape](i) for i in range(count)]
             started = time.process_time()
             record = storage.record_poll(intent(fid, entries))
-            per_entry[count] = (time.process_time() - started) / count
+            cost = (time.process_time() - started) / count
+            per_entry[count] = min(per_entry.get(count, cost), cost)
             rows = storage._conn.execute(
                 "SELECT id, state, revision_of FROM news_summary ORDER BY id"
             ).fetchall()
