@@ -67,8 +67,9 @@ DELETE FROM feeds WHERE id = :id;
 -- (feedsync/decide.py: next_poll_at).
 -- The entries of the week are in the live database (it keeps at least a week and the
 -- identity window, feedsync/storage/card.py), found through their first_seen_at index:
--- an entry first seen before the week was published before it too (dates are clamped
--- to the time they are seen).
+-- an entry first seen before the week was published before it too, but for one dated
+-- ahead of the clock that saw it (dates are kept as given), which the pace, a heuristic,
+-- can do without.
 SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
        f.redirect_to, f.redirect_seen, f.identity,
        f.last_poll_at IS NOT NULL AS polled_before,
