@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from feedsync import timestamps
+
 # No clock that reads earlier than this is right: feedsync did not exist before. A Pi
 # booted at 1970 (no fake-hwclock) or at an old image's date reads earlier.
 EARLIEST = datetime(2025, 1, 1, tzinfo=UTC)
@@ -23,3 +25,11 @@ EARLIEST = datetime(2025, 1, 1, tzinfo=UTC)
 # machines on one PostgreSQL database), before a time one stored counts as "ahead" of
 # the other's.
 SLACK = timedelta(minutes=1)
+
+
+def horizon(moment: str) -> str:
+    """The latest a time can lie that was set no later than ``moment`` (a stored
+    timestamp) by a clock that is right: ``moment`` and :data:`SLACK`. A stored time
+    beyond it was set by a clock ahead of this one, or this one has stepped back since:
+    whatever it schedules (a poll, a lease, a retry) has come."""
+    return timestamps.shift(moment, SLACK)

@@ -231,7 +231,7 @@ class Daemon:
 
     def poll_job(self) -> None:
         assert self.storage is not None
-        if has_work(self.storage, due_only=True):
+        if has_work(self.storage, self.config, due_only=True):
             stats = Pass(
                 self.config,
                 self.storage,

@@ -25,6 +25,7 @@ from feedsync.host_rules import WANTED as WANTED
 from feedsync.host_rules import HostBlock as HostBlock
 from feedsync.host_rules import HostTurn as HostTurn
 from feedsync.host_rules import held as held
+from feedsync.host_rules import held_start as held_start
 from feedsync.host_rules import host_block as host_block
 from feedsync.host_rules import host_turn as host_turn
 from feedsync.host_rules import host_wait as host_wait
@@ -136,6 +137,13 @@ def newest_published(staged: Iterable[Entry], now: datetime | None = None) -> st
     if newest and now is not None:
         newest = min(newest, timestamps.to_iso(now))
     return newest
+
+
+def retry_horizon(now: datetime, backoff: timedelta) -> str:
+    """The latest a failed row's retry time can lie, seen from ``now``: the longest
+    ``retry_delay`` and the clocks' slack. A retry time beyond it was set by a clock
+    ahead of this one (or this one stepped back since): the retry has come."""
+    return clock.horizon(timestamps.to_iso(now + max(MAX_RETRY_DELAY, backoff)))
 
 
 def retry_delay(attempts: int, backoff: timedelta) -> timedelta:

@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feedsync import timestamps
+from feedsync.clock import horizon
 from feedsync.records import RunStats
 from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, StorageUnavailable
 
@@ -224,6 +225,7 @@ def load_pass_modules() -> None:
 
 def has_work(
     storage: Storage,
+    config: Config,
     *,
     due_only: bool,
     extract: bool = True,
@@ -231,9 +233,21 @@ def has_work(
 ) -> bool:
     """Whether a pass would find anything to do now: a feed to poll (``due_only``: one
     whose next poll time has come) or, when it extracts, an article to fetch (new, or
-    failed and due for its retry, and not leased to a process at work). One read."""
-    now = timestamps.to_iso(clock())
-    return storage.has_work(now if due_only else None, now if extract else None, now)
+    failed and due for its retry, and not leased to a process at work), as the pass's
+    claims would judge them (a lease or a retry time further ahead than the config lets
+    one be was set by a clock ahead: it has come). One read."""
+    from feedsync import decide
+
+    moment = clock()
+    now = timestamps.to_iso(moment)
+    extracting = config.extract
+    return storage.has_work(
+        now if due_only else None,
+        now if extract else None,
+        now,
+        lease_horizon=horizon(timestamps.to_iso(moment + extracting.lease)),
+        retry_horizon=decide.retry_horizon(moment, extracting.retry_backoff),
+    )
 
 
 def run_pass(
@@ -249,7 +263,7 @@ def run_pass(
     With nothing to do (:func:`has_work`), only the snapshot and the summary: cron's
     ``run --due`` every 5 minutes mostly finds no feed due, and the event loop, the HTTP
     clients and their imports were ~3/4 of its CPU (0.40 s here, seconds on a Pi 3)."""
-    if not has_work(storage, due_only=due_only):
+    if not has_work(storage, config, due_only=due_only):
         started = time.monotonic()
         stats = RunStats()
 

@@ -62,7 +62,10 @@ DELETE FROM feed_entries WHERE feed_id = :id;
 DELETE FROM feeds WHERE id = :id;
 
 -- name: feeds_to_poll
--- Enabled feeds; with :due_before, only those whose next poll time has come. Each with
+-- Enabled feeds; with :due_before, only those whose next poll time has come, or whose
+-- schedule was written by a clock ahead of this one (last_poll_at after :written_after,
+-- the clock and its slack: a clock that ran ahead then, or stepped back since; its next
+-- poll time is no measure of anything, feedsync/clock.py). Each with
 -- its publishing over the last week (:week_ago), for the adaptive interval
 -- (feedsync/decide.py: next_poll_at).
 -- The entries of the week are in the live database (it keeps at least a week and the
@@ -84,7 +87,8 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
               GROUP BY fe.feed_id) AS r ON r.feed_id = f.id
  WHERE f.enabled = 1
    -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
-   AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
+   AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before
+        OR f.last_poll_at > :written_after)
  ORDER BY f.id;
 
 -- name: feed_health

@@ -14,6 +14,33 @@ from datetime import timedelta
 from conftest import NOW, FakeClock, FeedsyncEnv, Site, hours
 from sitegen import Item
 
+YEAR = timedelta(days=365)
+
+
+def test_a_run_a_year_ahead_does_not_silence_the_feed_once_the_clock_is_right(
+    fs: FeedsyncEnv, site: Site, fake_clock: FakeClock
+) -> None:
+    """Finding 1: the next poll was set a year ahead, and `run --due` polled nothing
+    until then."""
+    feed = site.feed("f.xml", [Item("First", site.page("first"), hours(2))])
+    fs.configure([feed])
+    fake_clock.set(YEAR)
+    fs.run("run", env=fake_clock.env())
+    assert site.hits("/feeds/f.xml") == 1
+
+    fake_clock.set(timedelta(0))  # NTP steps the clock back
+    site.feed(
+        "f.xml",
+        [Item("First", site.url("/articles/first"), hours(2)), Item("Later", site.page("later"))],
+    )
+    fs.run("run", "--due", env=fake_clock.env())
+
+    assert site.hits("/feeds/f.xml") == 2
+    assert fs.scalar("SELECT count(*) FROM news WHERE title = 'Later'") == 1
+    # the schedule is the right clock's again: not due for a while
+    fs.run("run", "--due", env=fake_clock.env())
+    assert site.hits("/feeds/f.xml") == 2
+
 
 def test_a_run_behind_keeps_the_feeds_dates_as_given(
     fs: FeedsyncEnv, site: Site, fake_clock: FakeClock

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from feedsync.clock import SLACK
 from feedsync.storage import busy, search
 from feedsync.storage.card_files import SnapshotRefused, file_lock, lock_path, read_meta, uri
 from feedsync.storage.card_layout import (
@@ -349,7 +350,11 @@ def _index_row(row: sqlite3.Row) -> dict[str, object]:
 
 
 def _age_s(iso: str, now: str) -> float:
+    """How long ago ``iso`` was, by ``now``; one later than now (saved by a clock ahead
+    of this one, or this one stepped back since) has waited for as long as anything: it
+    would otherwise wait for the clock to catch up."""
     try:
-        return (from_iso(now) - from_iso(iso)).total_seconds()
+        age = (from_iso(now) - from_iso(iso)).total_seconds()
     except ValueError:
         return 0.0
+    return age if age >= -SLACK.total_seconds() else float("inf")

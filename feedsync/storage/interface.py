@@ -93,12 +93,19 @@ class Polling(Protocol):
     (its entries staged), the hosts a pass holds alone."""
 
     def has_work(
-        self, feeds_due_before: str | None, articles_due_before: str | None, now: str
+        self,
+        feeds_due_before: str | None,
+        articles_due_before: str | None,
+        now: str,
+        *,
+        lease_horizon: str | None = None,
+        retry_horizon: str | None = None,
     ) -> bool:
         """Whether a pass would find anything to do: an enabled feed to poll (only one
         due by ``feeds_due_before`` when given) or, unless ``articles_due_before`` is
-        None (a pass that does not extract), a queue row a claim would take at ``now``.
-        Reads only."""
+        None (a pass that does not extract), a queue row a claim would take at ``now``
+        (``lease_horizon``, ``retry_horizon``: as :meth:`ArticleQueue.claim_articles`
+        would judge its lease and retry time; None: no bound). Reads only."""
         ...
 
     def room_for_entries(self) -> str | None:
@@ -199,9 +206,20 @@ class ArticleQueue(Protocol):
     retry, the leases a process gives back."""
 
     def claim_articles(
-        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+        self,
+        owner: str,
+        after_id: int,
+        due_before: str,
+        now: str,
+        lease_until: str,
+        limit: int,
+        retry_horizon: str | None = None,
     ) -> list[ArticleJob]:
-        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order:
+        new rows, and failed rows due by ``due_before`` or whose retry time lies beyond
+        ``retry_horizon`` (set by a clock ahead: ``decide.retry_horizon``; None: no
+        bound), free, ``owner``'s, or with a lease over at ``now`` or beyond the longest
+        one (``lease_until`` and the clocks' slack: taken by a clock ahead)."""
         ...
 
     def release_job(self, job_id: int, owner: str) -> None:

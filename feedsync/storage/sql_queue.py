@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedsync import identity
+from feedsync import clock, identity
 from feedsync.records import (
     Article,
     ArticleJob,
@@ -21,7 +21,14 @@ class SQLArticleQueue(SQLCore):
     """The ArticleQueue role over named queries."""
 
     def claim_articles(
-        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+        self,
+        owner: str,
+        after_id: int,
+        due_before: str,
+        now: str,
+        lease_until: str,
+        limit: int,
+        retry_horizon: str | None = None,
     ) -> list[ArticleJob]:
         def work(conn: Connection) -> list[ArticleJob]:
             rows = self._exec(
@@ -30,8 +37,10 @@ class SQLArticleQueue(SQLCore):
                 owner=owner,
                 after_id=after_id,
                 due_before=due_before,
+                retry_horizon=retry_horizon,
                 now=now,
                 lease_until=lease_until,
+                lease_horizon=clock.horizon(lease_until),
                 limit=limit,
             ).fetchall()
             return [

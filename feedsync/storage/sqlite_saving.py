@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from feedsync import timestamps
+from feedsync import clock, timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
     SnapshotResult,
@@ -174,10 +174,13 @@ class SQLiteSaving(SQLStorage):
 
     def _retention(self, now: datetime, *, due_only: bool) -> None:
         """[retention] on the card, when it last ran RETENTION_EVERY ago (``due_only``),
-        or now (the card needs room)."""
+        or now (the card needs room). A last run later than now was timed by a clock
+        ahead of this one (or this one stepped back since): it says nothing of when
+        retention is due."""
         if due_only:
             last = self._meta().get("retention_at", "")
-            if last and last > timestamps.to_iso(now - RETENTION_EVERY):
+            moment = timestamps.to_iso(now)
+            if last and timestamps.to_iso(now - RETENTION_EVERY) < last <= clock.horizon(moment):
                 return
         keep = self._keep
 
