@@ -37,7 +37,7 @@ import signal
 import socket
 import threading
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import FrameType
 from typing import Any
 
@@ -46,8 +46,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from feedsync import clock, logs, timestamps
 from feedsync import config as config_module
-from feedsync import logs, timestamps
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
 from feedsync.pipeline import Pass, has_work, load_pass_modules
@@ -93,6 +93,8 @@ class Daemon:
         self._room: set[str] = set()  # room problems logged once while they last
         self._read_only = False  # the card is read-only, and the log said so once
         self._metrics_failing = False  # the metrics file cannot be written, said once
+        self._clock_believed = True  # what the log last said of the clock
+        self._clock: clock.Verdict | None = None  # the last judgement of it
 
     # ------------------------------------------------------------ lifecycle
 
@@ -240,6 +242,7 @@ class Daemon:
                 stop=self._stop,
                 rng=self._rng,
                 save_every=self.config.storage.snapshot_interval,
+                say_clock=False,  # _judge_clock logs it, once
             ).run()
         else:
             # Most ticks: no feed due, nothing to extract. One read (0.04 ms here), not
@@ -249,6 +252,7 @@ class Daemon:
         if stats.not_taking is None and ROOM_PROBLEMS[0] in self._room:
             self._room.discard(ROOM_PROBLEMS[0])
             log.info("taking new entries again: the RAM disk has room")
+        self._judge_clock(timestamps.now())
         self._beat()
         self._write_metrics()
         self.notifier.status(self._status_line())
@@ -284,20 +288,34 @@ class Daemon:
         self.notifier.status(self._status_line())
 
     def retention_job(self) -> None:
+        """Retention, on a clock the daemon may believe only (feedsync/clock.py): else
+        it waits for the next day's run, said once while it lasts. The articles fetched
+        under a clock that could not be believed take this one's time first."""
         assert self.storage is not None
         retention = self.config.retention
         now = timestamps.now()
+        verdict = self._judge_clock(now)
+        if not verdict.believed:
+            log.info("retention waits: the clock is %s: %s", verdict.state, verdict.why)
+            return
 
         def before(days: int) -> str | None:
             return timestamps.to_iso(now - timedelta(days=days)) if days else None
 
         try:
+            settled = self.storage.clock_settle(timestamps.to_iso(now))
             news, tombstones = self.storage.prune(
                 before(retention.news_days), before(retention.tombstone_days)
             )
         except CardReadOnly as exc:  # said once by the save; retention waits with it
             log.debug("%s", exc)
             return
+        if settled:
+            log.info(
+                "retention: %s fetched while the clock could not be believed now count "
+                "as fetched today",
+                plural(settled, "article"),
+            )
         if news or tombstones:
             log.info(
                 "retention: pruned %d articles older than %d days and %d tombstones",
@@ -305,6 +323,24 @@ class Daemon:
                 retention.news_days,
                 tombstones,
             )
+
+    def _judge_clock(self, now: datetime) -> clock.Verdict:
+        """What the daemon may believe of its clock now; a change is logged once."""
+        assert self.storage is not None
+        verdict = clock.judge(now, self.storage.newest_poll(), clock.system_synchronization())
+        if verdict.believed != self._clock_believed:
+            if verdict.believed:
+                log.info("the clock can be believed again: %s (%s)", verdict.state, verdict.why)
+            else:
+                log.warning(
+                    "the clock cannot be believed (%s): %s; retention waits, and what is "
+                    "fetched meanwhile is not judged by this clock's time",
+                    verdict.state,
+                    verdict.why,
+                )
+            self._clock_believed = verdict.believed
+        self._clock = verdict
+        return verdict
 
     def heartbeat_job(self) -> None:
         self.notifier.alive()
@@ -367,6 +403,8 @@ class Daemon:
         )
         if where.snapshot is not None:
             line += f", last snapshot {short_time(where.snapshot_at)}"
+        if self._clock is not None and not self._clock.believed:
+            line += f"; CLOCK {self._clock.state.upper()}: retention waits"
         if where.card_read_only:
             line += "; CARD READ-ONLY: nothing is saved"
         elif where.not_taking:

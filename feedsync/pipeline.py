@@ -35,6 +35,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from feedsync import clock as clocks
 from feedsync import timestamps
 from feedsync.clock import horizon
 from feedsync.records import RunStats
@@ -60,6 +61,7 @@ class Pass:
         extract: bool = True,
         snapshot: bool = False,
         save_every: timedelta | None = None,
+        say_clock: bool = True,
         # what it runs in (feedsync.context.PassContext)
         stop: threading.Event | None = None,
         clock: Callable[[], datetime] = timestamps.now,
@@ -73,7 +75,9 @@ class Pass:
         rows it holds and ends early. ``snapshot``: a save to the card at the end.
         ``save_every`` (the daemon's ``snapshot_interval``): a pass that runs longer
         saves to the card on its way, between feeds and between articles, so a long pass
-        never holds back the save (the daemon's own save job waits for it)."""
+        never holds back the save (the daemon's own save job waits for it).
+        ``say_clock``: a clock that cannot be right is a problem line of the pass (the
+        daemon says it once in its log instead)."""
         # The flows and what they run on (asyncio, httpx), imported by a pass that has
         # work: has_work() and an idle run need none of them (the module's docstring).
         from feedsync.articles import ArticleQueue
@@ -87,6 +91,7 @@ class Pass:
         self.articles = ArticleQueue(self.context) if extract else None
         self.take_snapshot = snapshot
         self.save_every = save_every
+        self.say_clock = say_clock
 
     @property
     def owner(self) -> str:
@@ -156,6 +161,7 @@ class Pass:
         c = self.context
         now = c.clock()
         started_at = timestamps.to_iso(now)
+        await self._judge_clock(now)
         feeds = await self.polls.listed(started_at, now)
         await c.open_gate(started_at, now)
         async with c.http_clients():
@@ -172,6 +178,21 @@ class Pass:
                     saver.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await saver
+
+    async def _judge_clock(self, now: datetime) -> None:
+        """Whether the pass's clock can be believed (feedsync/clock.py). If not, the
+        articles it stores are marked (``storage.clock_suspect``): retention, on a clock
+        it believes, takes its own time as their fetch time instead of this one. A clock
+        that cannot be right at all (1970) is said (``say_clock``); one not synchronized
+        yet is not, at every cron run: ``feedsync status`` says it."""
+        c = self.context
+        newest = await c.on_lane(c.storage.newest_poll)
+        sync = await c.on_lane(clocks.system_synchronization)  # may run timedatectl
+        verdict = clocks.judge(now, newest, sync)
+        if not verdict.believed:
+            await c.on_lane(c.storage.clock_suspect)
+        if verdict.state == clocks.WRONG and self.say_clock:
+            c.progress.problem(f"the clock cannot be right: {verdict.why}")
 
     async def _keep_saving(self, every: float) -> None:
         """Beside the pass: a save to the card every ``every`` seconds, on the lane

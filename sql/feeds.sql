@@ -91,6 +91,13 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
         OR f.last_poll_at > :written_after)
  ORDER BY f.id;
 
+-- name: newest_poll
+-- The newest poll time the database holds: the clock cannot be before it
+-- (feedsync/clock.py: judge). Enabled feeds only: each is polled again at once when its
+-- poll time lies ahead of the clock (feeds_to_poll), so what a clock that ran ahead wrote
+-- here is gone after one pass.
+SELECT coalesce(max(last_poll_at), '') AS newest FROM feeds WHERE enabled = 1;
+
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,

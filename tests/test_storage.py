@@ -662,6 +662,28 @@ def test_a_retry_time_further_ahead_than_any_backoff_has_come(store: SQLStorage)
     assert [job.id for job in jobs] == [row]
 
 
+def test_articles_fetched_under_a_clock_not_believed_take_the_believed_clocks_time(
+    store: SQLStorage, engine: Engine
+) -> None:
+    """A pass on a clock feedsync cannot believe (1970) marks what it will store; the
+    next retention, on a clock it believes, first gives those articles its own time as
+    their fetch time (sql/meta.sql), on the card and in RAM alike; earlier ones keep
+    theirs. The newest poll time stored is what a clock cannot be before."""
+    fid = feed_id(store)
+    assert store.newest_poll() == ""
+    rows = store.record_poll(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
+    assert store.newest_poll() == T0
+    claim(store, "A")
+    store.save_article(rows[0], Article(text="Before."), None, T0)
+    store.clock_suspect()
+    store.clock_suspect()  # the first mark stands
+    store.save_article(rows[1], Article(text="At 1970."), None, "1970-01-01T00:05:00Z")
+    assert store.clock_settle(LATER) == 1
+    fetched = dict(engine.query("SELECT title, fetched_at FROM news"))
+    assert fetched == {"Story 1": T0, "Story 2": LATER}
+    assert store.clock_settle("2026-11-23T10:00:00Z") == 0  # settled: the mark is gone
+
+
 # ---------------------------------------------------------------- the feed list
 
 

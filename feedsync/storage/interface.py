@@ -268,6 +268,23 @@ class Upkeep(Protocol):
         than ``tombstones_before`` (None: keep), in short batches. Returns the counts."""
         ...
 
+    def newest_poll(self) -> str:
+        """The newest poll time the database holds ('' if none): a clock that reads
+        earlier cannot be right (feedsync/clock.py: judge)."""
+        ...
+
+    def clock_suspect(self) -> None:
+        """The articles stored from now on are fetched under a clock that cannot be
+        believed: retention must not judge them by their fetch time (a mark: the next
+        article id, kept until :meth:`clock_settle`)."""
+        ...
+
+    def clock_settle(self, now: str) -> int:
+        """On a clock that is believed, before retention: the articles stored under one
+        that was not take ``now`` as their fetch time (no earlier than the real one).
+        Returns how many did."""
+        ...
+
     def status(self) -> StorageStatus: ...
 
     def counts(self) -> dict[str, int]:

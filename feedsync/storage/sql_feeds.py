@@ -146,6 +146,9 @@ class SQLFeeds(SQLCore):
             )
         ]
 
+    def newest_poll(self) -> str:
+        return str(self._read("newest_poll")[0]["newest"])
+
     def feed_id(self, ref: str) -> int | None:
         if ref.isdigit():
             return int(ref) if any(f.id == int(ref) for f in self.feed_health()) else None

@@ -79,6 +79,27 @@ class SQLArticleQueue(SQLCore):
             self._delete_in_batches("prune_tombstones", tombstones_before, batch),
         )
 
+    def clock_suspect(self) -> None:
+        self._write(lambda conn: self._exec(conn, "clock_suspect"))
+
+    def clock_suspect_from(self) -> str | None:
+        """The first article id stored under a clock that could not be believed, not
+        settled yet (None: none)."""
+        marks = {r["key"]: r["value"] for r in self._read("meta_all")}
+        return marks.get("clock_suspect_from")
+
+    def clock_settle(self, now: str) -> int:
+        first = self.clock_suspect_from()
+        if first is None:
+            return 0
+
+        def work(conn: Connection) -> int:
+            settled = self._exec(conn, "clock_settle_news", now=now, first_id=first).fetchall()
+            self._exec(conn, "clock_suspect_clear")
+            return len(settled)
+
+        return self._write(work)
+
     def _delete_in_batches(self, name: str, before: str | None, batch: int) -> int:
         total = 0
         while before is not None:

@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from feedsync import clock as clock_module
 from feedsync import timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
@@ -87,6 +88,9 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         # what time it is for saves, months and retention (a bench simulating a year
         # sets its own clock)
         self.clock: Callable[[], datetime] = timestamps.now
+        # what the system says of that clock (feedsync/clock.py): retention waits for one
+        # it may believe
+        self.sync: Callable[[], clock_module.Sync] = clock_module.system_synchronization
         self._notice: card_files.Notice = _ignore
         self._card_file: tuple[int, int] | None = None  # (device, inode) attached
 
