@@ -57,7 +57,7 @@ TIMESYNCD_SYNCED = TIMESYNCD / "synchronized"
 # Where the other synchronization services show that they run, under /run (Debian).
 SERVICES = (("chrony", Path("chrony")), ("ntpd", Path("ntpd.pid")))
 # What the system said is asked again after this long (the daemon asks at every pass).
-ASK_EVERY_S = 30.0
+ASK_EVERY_S = 60.0
 
 
 class Sync(NamedTuple):

@@ -297,6 +297,11 @@ class Daemon:
     def poll_job(self) -> None:
         assert self.storage is not None
         if has_work(self.storage, self.config, due_only=True):
+            # what the clock is believed to be, said in the log when it changes (the
+            # pass marks what it stores under a clock not believed): at a pass only,
+            # not at every idle tick (under the unit's ProtectClock, asking costs a
+            # timedatectl)
+            self._judge_clock(timestamps.now())
             stats = Pass(
                 self.config,
                 self.storage,
@@ -315,7 +320,6 @@ class Daemon:
         if stats.not_taking is None and ROOM_PROBLEMS[0] in self._room:
             self._room.discard(ROOM_PROBLEMS[0])
             log.info("taking new entries again: the RAM disk has room")
-        self._judge_clock(timestamps.now())
         self._beat()
         self._write_metrics()
         self.notifier.status(self._status_line())
