@@ -91,6 +91,19 @@ def horizon(moment: str) -> str:
     return timestamps.shift(moment, SLACK)
 
 
+def at_least(now: datetime, saved: str | None) -> datetime:
+    """The earliest it can be, for a clock reading ``now``: ``now``, unless that cannot
+    be right (before :data:`EARLIEST`), then ``saved`` (a time the card's last save
+    stored), else EARLIEST. What a restore counts the days it keeps back from: at 1970,
+    ``now`` minus a week kept the whole archive's entries, into a RAM disk of 100 MB."""
+    if now >= EARLIEST:
+        return now
+    try:
+        return max(timestamps.from_iso(saved or ""), EARLIEST)
+    except ValueError:
+        return EARLIEST
+
+
 def judge(now: datetime, newest: str, sync: Sync) -> Verdict:
     """What the clock reading ``now`` may be believed, given ``newest``, the newest poll
     time the database holds (written by this machine's clock or another's; '' if none),

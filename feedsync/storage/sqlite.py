@@ -68,6 +68,12 @@ def _ignore(message: str) -> None:
     pass
 
 
+def _saved_at(card: Path) -> str | None:
+    """When the card database was last saved to, as it says (None: unreadable, or no
+    card)."""
+    return (card_files.file_meta(card) or {}).get("snapshot_at")
+
+
 class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     """:class:`feedsync.storage.Storage` on the live database and the card database."""
 
@@ -121,12 +127,15 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         check_directory(config.card_path.parent, notice)
         in_use = card_files.acquire(card_files.lock_path(live), shared=True)
         now = clock()
+        since = now
+        if now < clock_module.EARLIEST:  # a clock that cannot be right (1970, at boot)
+            since = clock_module.at_least(now, _saved_at(config.card_path))
         try:
             card_restore.prepare(
                 live,
                 config.card_path,
                 timestamps.to_iso(now),
-                timestamps.to_iso(now - keep.live),
+                timestamps.to_iso(since - keep.live),
                 notice,
                 new_card=new_card,
                 on_card=config.snapshot is not None,
