@@ -85,6 +85,7 @@ class ArticleQueue:
                         timestamps.to_iso(now),
                         timestamps.to_iso(now + c.config.extract.lease),
                         width,
+                        decide.retry_horizon(now, c.config.extract.retry_backoff),
                     )
                     if batch:
                         after_id = batch[-1].id

@@ -29,7 +29,7 @@ from typing import ParamSpec, TypeVar
 
 import httpx
 
-from feedsync import fetch, host_rules, logs, timestamps
+from feedsync import clock, fetch, host_rules, logs, timestamps
 from feedsync.config import Config
 from feedsync.group_commit import GroupCommit
 from feedsync.holds import HostHolds
@@ -134,7 +134,9 @@ class PassContext:
 
     async def open_gate(self, started_at: str, now: datetime) -> None:
         """The pass's host gate, shared with other processes through the database, and
-        the 429/503 waits other passes left, in force from the start."""
+        the 429/503 waits other passes left, in force from the start. A wait longer than
+        any block lasts (``[fetch] max_retry_after``, a backoff's cap too) was written by
+        a clock ahead of this one, or this one stepped back since: it is over."""
         poll = self.config.poll
         self.gate = HostGate(
             poll.concurrency,
@@ -143,11 +145,12 @@ class PassContext:
             shared=StorageHosts(self),
         )
         waiting = await self.on_lane(self.storage.hosts_waiting, started_at)
+        longest = self.config.fetch.max_retry_after + clock.SLACK
         for host, (not_before, count) in waiting.items():
             self._host_backoff[host] = count
-            wait = (timestamps.from_iso(not_before) - now).total_seconds()
-            if wait > 0:
-                self.gate.block(host, wait)
+            wait = timestamps.from_iso(not_before) - now
+            if timedelta(0) < wait <= longest:
+                self.gate.block(host, wait.total_seconds())
 
     def host_block(self, host: str, error: fetch.FetchError) -> tuple[timedelta, HostWait | None]:
         """429/503: leave the host alone (Retry-After, capped, or doubling), in this pass

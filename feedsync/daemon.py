@@ -17,6 +17,17 @@ share the database connection:
 Every job has ``max_instances=1`` and ``coalesce=True``; a job that raises is logged and
 runs again at its next tick, it never ends the daemon.
 
+The wall clock may jump (a Pi has no real-time clock: NTP sets it after boot, from 1970
+or from its last shutdown; a wrong RTC or NTP answer, and back). APScheduler 3 schedules
+on the wall clock: its IntervalTrigger, after a jump ahead, walked every missed tick one
+by one (a list of them, in memory: a step from 1970 to now at a one-second tick never
+ended, and grew by ~100 MB every few seconds), and after a step back waited for the
+wall clock to come back to the next run time (hours of nothing; the watchdog starved).
+So the jobs run on :class:`Every`, which resumes from now after a jump ahead (one run,
+no burst), and the main thread brings back to now any job whose next run lies further
+ahead than its period (:meth:`Daemon._keep_schedule`): after a step back it runs at
+once and keeps its pace from there.
+
 Signals only set flags; the main thread acts on them. SIGTERM / SIGINT: STOPPING=1, the
 pass in progress stops taking new work (its open transaction finishes, its leased rows
 are given back), the scheduler shuts down, a final snapshot is written, exit 0. SIGHUP:
@@ -37,18 +48,19 @@ import random
 import signal
 import socket
 import threading
+import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_ERROR, JobExecutionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.interval import IntervalTrigger
+from apscheduler.triggers.base import BaseTrigger
 
+from feedsync import clock, logs, timestamps
 from feedsync import config as config_module
-from feedsync import logs, timestamps
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
 from feedsync.pipeline import Pass, has_work, load_pass_modules
@@ -71,6 +83,32 @@ RETENTION_EVERY = timedelta(days=1)
 RETENTION_FIRST = timedelta(minutes=5)  # after start: let the first polls go first
 RECONNECT_FIRST_S = 1.0  # the wait before trying an unreachable database again, doubling
 RECONNECT_MAX_S = 60.0
+# The main thread looks at the schedule this often (and at every signal).
+LOOK_EVERY_S = 5.0
+# A change of the wall clock against the monotonic one beyond this is a jump (logged).
+JUMP_S = 2.0
+
+
+class Every(BaseTrigger):  # type: ignore[misc]  # (APScheduler 3 has no type hints)
+    """Every ``period``, on a wall clock that may jump (a trigger of APScheduler's public
+    API: ``get_next_fire_time``). The next run is a period after the last, unless that is
+    a period or more behind now (the clock jumped ahead, or the job could not run for that
+    long): then now, once. APScheduler's IntervalTrigger stepped through each missed
+    period instead: millions of them for a clock set from 1970 to now."""
+
+    def __init__(self, period: timedelta):
+        self.period = max(period, timedelta(seconds=1))
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        if previous_fire_time is None:
+            return now + self.period
+        following = previous_fire_time + self.period
+        return now if following <= now - self.period else following
+
+    def __str__(self) -> str:
+        return f"every {self.period}"
 
 
 class Daemon:
@@ -96,6 +134,9 @@ class Daemon:
         self._read_only = False  # the card is read-only, and the log said so once
         self._metrics_failing = False  # the metrics file cannot be written, said once
         self._broken: str | None = None  # the database could not be opened again: why
+        self._clock_believed = True  # what the log last said of the clock
+        self._clock_offset = time.time() - time.monotonic()  # wall against monotonic
+        self._clock: clock.Verdict | None = None  # the last judgement of it
 
     # ------------------------------------------------------------ lifecycle
 
@@ -129,8 +170,9 @@ class Daemon:
             )
             self.notifier.ready(self._status_line())
             while not self._stop.is_set():
-                self._wake.wait(timeout=5)
+                self._wake.wait(timeout=LOOK_EVERY_S)
                 self._wake.clear()
+                self._keep_schedule(scheduler)
                 if self._reload and not self._stop.is_set():
                     self._reload = False
                     self._reload_config()
@@ -199,8 +241,31 @@ class Daemon:
         return scheduler
 
     @staticmethod
-    def _every(period: timedelta) -> IntervalTrigger:
-        return IntervalTrigger(seconds=max(period.total_seconds(), 1.0), timezone="UTC")
+    def _every(period: timedelta) -> Every:
+        return Every(period)
+
+    def _keep_schedule(self, scheduler: BackgroundScheduler) -> None:
+        """On the main thread, every few seconds: a job whose next run lies further ahead
+        than its period (and a second) was scheduled by a wall clock that has stepped back
+        since: it runs now (APScheduler, on the wall clock, would wait for the clock to
+        come back there: hours of no polls, no heartbeat, no watchdog). A jump either way
+        is logged, measured against the monotonic clock."""
+        offset = time.time() - time.monotonic()
+        jumped = offset - self._clock_offset
+        self._clock_offset = offset
+        if abs(jumped) > JUMP_S:
+            log.info(
+                "the clock %s by %s: the jobs keep their pace",
+                "jumped ahead" if jumped > 0 else "stepped back",
+                timedelta(seconds=round(abs(jumped))),
+            )
+        now = datetime.now(UTC)
+        for job in scheduler.get_jobs():
+            period = getattr(job.trigger, "period", None)
+            if period is None or job.next_run_time is None:
+                continue
+            if job.next_run_time > now + period + timedelta(seconds=1):
+                scheduler.modify_job(job.id, next_run_time=now)
 
     def _job_failed(self, event: JobExecutionEvent) -> None:
         if isinstance(event.exception, StorageDamaged):
@@ -266,7 +331,12 @@ class Daemon:
 
     def poll_job(self) -> None:
         assert self.storage is not None
-        if has_work(self.storage, due_only=True):
+        if has_work(self.storage, self.config, due_only=True):
+            # what the clock is believed to be, said in the log when it changes (the
+            # pass marks what it stores under a clock not believed): at a pass only,
+            # not at every idle tick (under the unit's ProtectClock, asking costs a
+            # timedatectl)
+            self._judge_clock(timestamps.now())
             stats = Pass(
                 self.config,
                 self.storage,
@@ -275,6 +345,7 @@ class Daemon:
                 stop=self._stop,
                 rng=self._rng,
                 save_every=self.config.storage.snapshot_interval,
+                say_clock=False,  # _judge_clock logs it, once
             ).run()
         else:
             # Most ticks: no feed due, nothing to extract. One read (0.04 ms here), not
@@ -319,20 +390,34 @@ class Daemon:
         self.notifier.status(self._status_line())
 
     def retention_job(self) -> None:
+        """Retention, on a clock the daemon may believe only (feedsync/clock.py): else
+        it waits for the next day's run, said once while it lasts. The articles fetched
+        under a clock that could not be believed take this one's time first."""
         assert self.storage is not None
         retention = self.config.retention
         now = timestamps.now()
+        verdict = self._judge_clock(now)
+        if not verdict.believed:
+            log.info("retention waits: the clock is %s: %s", verdict.state, verdict.why)
+            return
 
         def before(days: int) -> str | None:
             return timestamps.to_iso(now - timedelta(days=days)) if days else None
 
         try:
+            settled = self.storage.clock_settle(timestamps.to_iso(now))
             news, tombstones = self.storage.prune(
                 before(retention.news_days), before(retention.tombstone_days)
             )
         except CardReadOnly as exc:  # said once by the save; retention waits with it
             log.debug("%s", exc)
             return
+        if settled:
+            log.info(
+                "retention: %s fetched while the clock could not be believed now count "
+                "as fetched today",
+                plural(settled, "article"),
+            )
         if news or tombstones:
             log.info(
                 "retention: pruned %d articles older than %d days and %d tombstones",
@@ -340,6 +425,24 @@ class Daemon:
                 retention.news_days,
                 tombstones,
             )
+
+    def _judge_clock(self, now: datetime) -> clock.Verdict:
+        """What the daemon may believe of its clock now; a change is logged once."""
+        assert self.storage is not None
+        verdict = clock.judge(now, self.storage.newest_poll(), clock.system_synchronization())
+        if verdict.believed != self._clock_believed:
+            if verdict.believed:
+                log.info("the clock can be believed again: %s (%s)", verdict.state, verdict.why)
+            else:
+                log.warning(
+                    "the clock cannot be believed (%s): %s; retention waits, and what is "
+                    "fetched meanwhile is not judged by this clock's time",
+                    verdict.state,
+                    verdict.why,
+                )
+            self._clock_believed = verdict.believed
+        self._clock = verdict
+        return verdict
 
     def heartbeat_job(self) -> None:
         self.notifier.alive()
@@ -402,6 +505,8 @@ class Daemon:
         )
         if where.snapshot is not None:
             line += f", last snapshot {short_time(where.snapshot_at)}"
+        if self._clock is not None and not self._clock.believed:
+            line += f"; CLOCK {self._clock.state.upper()}: retention waits"
         if where.card_read_only:
             line += "; CARD READ-ONLY: nothing is saved"
         elif where.not_taking:

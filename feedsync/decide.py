@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from feedsync import timestamps
+from feedsync import clock, timestamps
 
 # The hosts' rules (feedsync/host_rules.py); their names stay importable from here.
 from feedsync.host_rules import CLOCK_SLACK_S as CLOCK_SLACK_S
@@ -25,6 +25,7 @@ from feedsync.host_rules import WANTED as WANTED
 from feedsync.host_rules import HostBlock as HostBlock
 from feedsync.host_rules import HostTurn as HostTurn
 from feedsync.host_rules import held as held
+from feedsync.host_rules import held_start as held_start
 from feedsync.host_rules import host_block as host_block
 from feedsync.host_rules import host_turn as host_turn
 from feedsync.host_rules import host_wait as host_wait
@@ -44,59 +45,74 @@ from feedsync.records import (
     RedirectState,
 )
 
-# A publisher's clock may run a little ahead of ours; beyond this an entry's date is
-# "in the future" and is clamped to the time we fetched it.
+# A publisher's clock may run a little ahead of ours: an entry dated up to this far past
+# our clock counts as published now for the feed's cut-off.
 CLOCK_SKEW = timedelta(minutes=5)
 # Dates before this are epoch-zero bugs and the like, not news: treated as "no date".
 EARLIEST_PLAUSIBLE = datetime(1990, 1, 1, tzinfo=UTC)
-# Dates further ahead than this are not a clock problem but garbage: "no date" as well.
+# Dates further ahead of a plausible clock than this are not a clock problem but
+# garbage: "no date" as well.
 FUTURE_ABSURD = timedelta(days=366)
 # The longest a failed extraction waits before its next attempt, however many failures.
 MAX_RETRY_DELAY = timedelta(days=1)
 
 
 def published_date(raw: datetime | None, fetched_at: datetime) -> str | None:
-    """The date an entry is staged with, or None for "no usable date".
+    """The date an entry is staged with: the feed's, as given; None for "no usable date".
 
-    A date later than the fetch time (plus ``CLOCK_SKEW``) is clamped to the fetch time,
-    so one entry dated in the future can never push ``latest_published`` ahead and hide
-    the entries that follow it. Absurd dates (before 1990, more than a year ahead) count
-    as no date, which makes the entry a candidate on every poll (INSERT OR IGNORE keeps
-    it from landing twice).
+    A date later than our clock is kept too: the clock that says so may be the wrong one
+    (a Pi boots at 1970 or at its last shutdown, and NTP sets it later), and a real date
+    replaced by a wrong "now" would be wrong for good. What a future date could do harm
+    to is bounded where it is used instead: ``latest_published`` never passes the clock
+    that polled (``newest_published``), and the feed's cut-off never passes the clock
+    that reads it (``cutoff``), so one entry dated ahead cannot hide the ones that follow.
+    Absurd dates count as no date, which makes the entry a candidate on every poll
+    (INSERT OR IGNORE keeps it from landing twice): before 1990, or more than a year ahead
+    of a clock that may be right (a clock reading before ``clock.EARLIEST`` is not: at
+    1970 every real date is decades ahead).
     """
     if raw is None:
         return None
     if raw.tzinfo is None:
         raw = raw.replace(tzinfo=UTC)
-    if raw < EARLIEST_PLAUSIBLE or raw > fetched_at + FUTURE_ABSURD:
+    if raw < EARLIEST_PLAUSIBLE:
         return None
-    if raw > fetched_at + CLOCK_SKEW:
-        raw = fetched_at
+    if fetched_at >= clock.EARLIEST and raw > fetched_at + FUTURE_ABSURD:
+        return None
     return timestamps.to_iso(raw)
 
 
-def cutoff(latest_published: str, lookback: timedelta) -> str:
-    """The oldest date still staged for a feed: ``latest_published - lookback``.
+def cutoff(latest_published: str, lookback: timedelta, now: datetime | None = None) -> str:
+    """The oldest date still staged for a feed: ``latest_published - lookback``, and
+    never later than ``now - lookback``: a ``latest_published`` ahead of the clock (set
+    while the clock ran ahead, or by an entry dated ahead) must not hide what is
+    published after it. A clock that is behind only moves the cut-off earlier: more
+    candidates, never fewer.
 
     '' (a feed never staged) gives '' and every dated entry passes.
     """
     if not latest_published:
         return ""
+    if now is not None:
+        latest_published = min(latest_published, timestamps.to_iso(now + CLOCK_SKEW))
     return timestamps.shift(latest_published, -lookback)
 
 
 def candidates(
-    entries: Iterable[Entry], latest_published: str, lookback: timedelta
+    entries: Iterable[Entry],
+    latest_published: str,
+    lookback: timedelta,
+    now: datetime | None = None,
 ) -> tuple[Entry, ...]:
     """The entries worth offering to the staging insert, in feed order, without repeats.
 
-    An entry without a date, or dated at or after ``latest_published - lookback``. The
-    cut-off is only an optimisation: ``INSERT OR IGNORE`` on ``UNIQUE(url, title)`` is
-    the truth, so a late or back-dated entry inside the lookback still lands and a
-    duplicate never does. The cut-off is per feed: an entry too old for feed A is still
-    a candidate in feed B whose ``latest_published`` is older.
+    An entry without a date, or dated at or after the feed's ``cutoff``. The cut-off is
+    only an optimisation: ``INSERT OR IGNORE`` on ``UNIQUE(url, title)`` is the truth,
+    so a late or back-dated entry inside the lookback still lands and a duplicate never
+    does. The cut-off is per feed: an entry too old for feed A is still a candidate in
+    feed B whose ``latest_published`` is older.
     """
-    oldest = cutoff(latest_published, lookback)
+    oldest = cutoff(latest_published, lookback, now)
     chosen: dict[tuple[str, str], Entry] = {}
     for entry in entries:
         key = (entry.url, entry.title)
@@ -112,13 +128,25 @@ def candidates(
     return tuple(chosen.values())
 
 
-def newest_published(staged: Iterable[Entry]) -> str:
-    """The value ``latest_published`` advances to: the newest date staged, '' if none.
+def newest_published(staged: Iterable[Entry], now: datetime | None = None) -> str:
+    """The value ``latest_published`` advances to: the newest date staged, but no later
+    than ``now``, the clock that polled (an entry dated ahead keeps its date; the feed's
+    cut-off does not follow it there); '' if none.
 
     Storage applies it as ``max(latest_published, this)`` in SQL, so it never moves
     backwards, whichever process writes last.
     """
-    return max((e.published for e in staged if e.published), default="")
+    newest = max((e.published for e in staged if e.published), default="")
+    if newest and now is not None:
+        newest = min(newest, timestamps.to_iso(now))
+    return newest
+
+
+def retry_horizon(now: datetime, backoff: timedelta) -> str:
+    """The latest a failed row's retry time can lie, seen from ``now``: the longest
+    ``retry_delay`` and the clocks' slack. A retry time beyond it was set by a clock
+    ahead of this one (or this one stepped back since): the retry has come."""
+    return clock.horizon(timestamps.to_iso(now + max(MAX_RETRY_DELAY, backoff)))
 
 
 def retry_delay(attempts: int, backoff: timedelta) -> timedelta:
@@ -181,7 +209,12 @@ def next_poll_at(
     if not ok:
         errors = feed.error_count + 1
         interval = min(base * (1 << min(errors - 1, 30)), max_interval)
-    elif feed.recent_entries >= 2 and feed.recent_oldest:
+    elif (
+        feed.recent_entries >= 2
+        and feed.recent_oldest
+        # a history dated ahead of this clock (a clock behind the feed's dates): none
+        and feed.recent_oldest <= timestamps.to_iso(now)
+    ):
         span = max(now - timestamps.from_iso(feed.recent_oldest), timedelta(minutes=1))
         interval = span / feed.recent_entries
     elif feed.polled_before and (
@@ -299,13 +332,13 @@ def poll(
             last_modified=answer.last_modified,
             redirect=moved,
         )
-    chosen = candidates(parsed.entries, feed.latest_published, rules.lookback)
+    chosen = candidates(parsed.entries, feed.latest_published, rules.lookback, now)
     asked = max(parsed.ttl or timedelta(0), answer.max_age or timedelta(0))
     return intent(
         next_at(True, asked),
         STAGED,
         entries=chosen,
-        newest_published=newest_published(chosen),
+        newest_published=newest_published(chosen, now),
         warning=parsed.warning,
         feed_title=parsed.title,
         etag=answer.etag,

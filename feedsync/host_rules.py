@@ -121,6 +121,18 @@ def host_turn(
     return HostTurn(slot=slot, start=start, next_start=start + delay if delay > 0 else next_start)
 
 
+def held_start(
+    now: float, next_start: float, delay: float, taken: Iterable[tuple[int, float]]
+) -> float:
+    """Seconds from ``now`` until the first request to a host just held may start (its
+    pace in memory begins there): ``next_start`` as :func:`host_turn` reads it, so one
+    further ahead than anyone can have reserved, left by a clock that stepped back (a
+    poll a year ahead, then NTP), does not keep the host waiting for the time stepped."""
+    if next_start > _horizon(now, delay, sum(until > now for _, until in taken)):
+        return 0.0
+    return max(0.0, next_start - now)
+
+
 def held(now: float, delay: float, taken: Iterable[tuple[int, float]]) -> bool:
     """Whether the host is held whole by a process (a live :data:`HOLD`, as
     :func:`host_turn` sees it): a process refused a turn there asks for it."""

@@ -178,6 +178,19 @@ def render(report: Mapping[str, Any], written_at: float) -> str:
         ({"disk": "ram"}, where.get("ram_disk_free")),
         ({"disk": "card"}, where.get("card_disk_free")),
     )
+    believed = report.get("clock")
+    if believed is not None:
+        gauge(
+            "clock",
+            "1 for what feedsync may believe of the system clock: synchronized, "
+            "unsynchronized (a time service has not set it: retention waits), wrong (it "
+            "reads before feedsync existed or before a poll stored: retention waits), "
+            "unknown (nothing says; judged by the poll times stored)",
+            *(
+                ({"state": state}, believed["state"] == state)
+                for state in ("synchronized", "unsynchronized", "wrong", "unknown")
+            ),
+        )
     if where.get("snapshot") is not None:  # a card: it can be full, read-only or behind
         gauge(
             "problem",

@@ -35,7 +35,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from feedsync import clock as clocks
 from feedsync import timestamps
+from feedsync.clock import horizon
 from feedsync.records import RunStats
 from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, StorageUnavailable
 
@@ -59,6 +61,7 @@ class Pass:
         extract: bool = True,
         snapshot: bool = False,
         save_every: timedelta | None = None,
+        say_clock: bool = True,
         # what it runs in (feedsync.context.PassContext)
         stop: threading.Event | None = None,
         clock: Callable[[], datetime] = timestamps.now,
@@ -72,7 +75,9 @@ class Pass:
         rows it holds and ends early. ``snapshot``: a save to the card at the end.
         ``save_every`` (the daemon's ``snapshot_interval``): a pass that runs longer
         saves to the card on its way, between feeds and between articles, so a long pass
-        never holds back the save (the daemon's own save job waits for it)."""
+        never holds back the save (the daemon's own save job waits for it).
+        ``say_clock``: a clock that cannot be right is a problem line of the pass (the
+        daemon says it once in its log instead)."""
         # The flows and what they run on (asyncio, httpx), imported by a pass that has
         # work: has_work() and an idle run need none of them (the module's docstring).
         from feedsync.articles import ArticleQueue
@@ -86,6 +91,7 @@ class Pass:
         self.articles = ArticleQueue(self.context) if extract else None
         self.take_snapshot = snapshot
         self.save_every = save_every
+        self.say_clock = say_clock
 
     @property
     def owner(self) -> str:
@@ -155,6 +161,7 @@ class Pass:
         c = self.context
         now = c.clock()
         started_at = timestamps.to_iso(now)
+        await self._judge_clock(now)
         feeds = await self.polls.listed(started_at, now)
         await c.open_gate(started_at, now)
         async with c.http_clients():
@@ -171,6 +178,21 @@ class Pass:
                     saver.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await saver
+
+    async def _judge_clock(self, now: datetime) -> None:
+        """Whether the pass's clock can be believed (feedsync/clock.py). If not, the
+        articles it stores are marked (``storage.clock_suspect``): retention, on a clock
+        it believes, takes its own time as their fetch time instead of this one. A clock
+        that cannot be right at all (1970) is said (``say_clock``); one not synchronized
+        yet is not, at every cron run: ``feedsync status`` says it."""
+        c = self.context
+        newest = await c.on_lane(c.storage.newest_poll)
+        sync = await c.on_lane(clocks.system_synchronization)  # may run timedatectl
+        verdict = clocks.judge(now, newest, sync)
+        if not verdict.believed:
+            await c.on_lane(c.storage.clock_suspect)
+        if verdict.state == clocks.WRONG and self.say_clock:
+            c.progress.problem(f"the clock cannot be right: {verdict.why}")
 
     async def _keep_saving(self, every: float) -> None:
         """Beside the pass: a save to the card every ``every`` seconds, on the lane
@@ -224,6 +246,7 @@ def load_pass_modules() -> None:
 
 def has_work(
     storage: Storage,
+    config: Config,
     *,
     due_only: bool,
     extract: bool = True,
@@ -231,9 +254,21 @@ def has_work(
 ) -> bool:
     """Whether a pass would find anything to do now: a feed to poll (``due_only``: one
     whose next poll time has come) or, when it extracts, an article to fetch (new, or
-    failed and due for its retry, and not leased to a process at work). One read."""
-    now = timestamps.to_iso(clock())
-    return storage.has_work(now if due_only else None, now if extract else None, now)
+    failed and due for its retry, and not leased to a process at work), as the pass's
+    claims would judge them (a lease or a retry time further ahead than the config lets
+    one be was set by a clock ahead: it has come). One read."""
+    from feedsync import decide
+
+    moment = clock()
+    now = timestamps.to_iso(moment)
+    extracting = config.extract
+    return storage.has_work(
+        now if due_only else None,
+        now if extract else None,
+        now,
+        lease_horizon=horizon(timestamps.to_iso(moment + extracting.lease)),
+        retry_horizon=decide.retry_horizon(moment, extracting.retry_backoff),
+    )
 
 
 def run_pass(
@@ -249,7 +284,7 @@ def run_pass(
     With nothing to do (:func:`has_work`), only the snapshot and the summary: cron's
     ``run --due`` every 5 minutes mostly finds no feed due, and the event loop, the HTTP
     clients and their imports were ~3/4 of its CPU (0.40 s here, seconds on a Pi 3)."""
-    if not has_work(storage, due_only=due_only):
+    if not has_work(storage, config, due_only=due_only):
         started = time.monotonic()
         stats = RunStats()
 

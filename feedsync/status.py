@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feedsync import __version__, timestamps
+from feedsync import __version__, clock, timestamps
 
 if TYPE_CHECKING:
     from feedsync.config import Config
@@ -49,6 +49,21 @@ def daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
     )
 
 
+def clock_state(storage: Storage) -> dict[str, str]:
+    """What feedsync may believe of the system clock (feedsync/clock.py): ``state``
+    (synchronized, unsynchronized, wrong, unknown), ``now`` (what it reads),
+    ``newest_poll`` (the newest poll time stored, which it cannot be before), ``why``;
+    ``retention``: "runs" or "waits"."""
+    verdict = clock.judge(timestamps.now(), storage.newest_poll(), clock.system_synchronization())
+    return {
+        "state": verdict.state,
+        "now": verdict.now,
+        "newest_poll": verdict.newest,
+        "why": verdict.why,
+        "retention": "runs" if verdict.believed else "waits",
+    }
+
+
 def report(config: Config, storage: Storage) -> dict[str, Any]:
     """``feedsync status --json``, from an open storage (README, "feedsync status")."""
     where = storage.status()
@@ -74,5 +89,6 @@ def report(config: Config, storage: Storage) -> dict[str, Any]:
         "articles": {"today": counts["articles_today"], "total": counts["articles"]},
         "next_poll_at": counts["next_poll_at"],
         "last_success_at": counts["last_success_at"],
+        "clock": clock_state(storage),
         "storage": where._asdict(),
     }

@@ -167,6 +167,12 @@ SELECT max(coalesce(published, fetched_at)) AS newest, min(id) AS first, max(id)
        count(*) AS articles
   FROM news_{month};
 
+-- name: card_month_settle
+-- A month's articles stored under a clock feedsync could not believe take :now as their
+-- fetch time (sql/meta.sql: clock_settle_news).
+UPDATE news_{month} SET fetched_at = :now WHERE id >= :first_id AND fetched_at < :now
+RETURNING id;
+
 -- name: card_month_unlink
 -- Entries found to be an article of a month about to go lose the link to it.
 UPDATE news_summary SET duplicate_of = NULL

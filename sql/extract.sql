@@ -5,7 +5,9 @@
 -- name: extract_claim
 -- Up to :limit rows after :after_id (a run walks the queue once, in id order): new rows,
 -- and failed rows whose retry time has come; free, leased to this process already (rows
--- its own staging insert created), or with an expired lease (a crashed process).
+-- its own staging insert created), or with an expired lease (a crashed process). A retry
+-- time or a lease further ahead than any can be set (:retry_horizon, :lease_horizon; a
+-- NULL horizon bounds nothing) was set by a clock ahead of this one: it has come.
 UPDATE news_summary
    SET lease_owner = :owner,
        lease_until = :lease_until
@@ -14,8 +16,10 @@ UPDATE news_summary
           FROM news_summary
          WHERE state IN ('new', 'failed')
            AND id > :after_id
-           AND (state = 'new' OR next_attempt_at <= :due_before)
-           AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now)
+           AND (state = 'new' OR next_attempt_at <= :due_before
+                OR next_attempt_at > CAST(:retry_horizon AS text))
+           AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now
+                OR lease_until > :lease_horizon)
          ORDER BY id
          LIMIT :limit)
 RETURNING id, url, title, published, author, attempts, lan_host;

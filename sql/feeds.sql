@@ -62,13 +62,17 @@ DELETE FROM feed_entries WHERE feed_id = :id;
 DELETE FROM feeds WHERE id = :id;
 
 -- name: feeds_to_poll
--- Enabled feeds; with :due_before, only those whose next poll time has come. Each with
+-- Enabled feeds; with :due_before, only those whose next poll time has come, or whose
+-- schedule was written by a clock ahead of this one (last_poll_at after :written_after,
+-- the clock and its slack: a clock that ran ahead then, or stepped back since; its next
+-- poll time is no measure of anything, feedsync/clock.py). Each with
 -- its publishing over the last week (:week_ago), for the adaptive interval
 -- (feedsync/decide.py: next_poll_at).
 -- The entries of the week are in the live database (it keeps at least a week and the
 -- identity window, feedsync/storage/card.py), found through their first_seen_at index:
--- an entry first seen before the week was published before it too (dates are clamped
--- to the time they are seen).
+-- an entry first seen before the week was published before it too, but for one dated
+-- ahead of the clock that saw it (dates are kept as given), which the pace, a heuristic,
+-- can do without.
 SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
        f.redirect_to, f.redirect_seen, f.identity,
        f.last_poll_at IS NOT NULL AS polled_before,
@@ -83,8 +87,16 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
               GROUP BY fe.feed_id) AS r ON r.feed_id = f.id
  WHERE f.enabled = 1
    -- (the CAST: PostgreSQL cannot type a parameter it only sees tested for NULL)
-   AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before)
+   AND (CAST(:due_before AS text) IS NULL OR f.next_poll_at IS NULL OR f.next_poll_at <= :due_before
+        OR f.last_poll_at > :written_after)
  ORDER BY f.id;
+
+-- name: newest_poll
+-- The newest poll time the database holds: the clock cannot be before it
+-- (feedsync/clock.py: judge). Enabled feeds only: each is polled again at once when its
+-- poll time lies ahead of the clock (feeds_to_poll), so what a clock that ran ahead wrote
+-- here is gone after one pass.
+SELECT coalesce(max(last_poll_at), '') AS newest FROM feeds WHERE enabled = 1;
 
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,

@@ -38,3 +38,22 @@ SELECT column1 AS name
 -- on a Pi), so it runs when a command met a malformed page and on `feedsync restore`, not
 -- at every start (feedsync/storage/card_restore.py, _live_state).
 PRAGMA quick_check(1);
+
+-- name: clock_suspect
+-- A pass on a clock feedsync cannot believe (feedsync/clock.py): the articles it stores
+-- from now on, from the next id, carry a fetch time that retention must not judge them
+-- by. The earliest mark stands until retention, on a clock it believes, settles them
+-- (clock_settle_news). On SQLite the live database always holds the newest article.
+INSERT INTO meta (key, value)
+VALUES ('clock_suspect_from', (SELECT CAST(coalesce(max(id), 0) + 1 AS text) FROM news))
+ON CONFLICT (key) DO NOTHING;
+
+-- name: clock_suspect_clear
+DELETE FROM meta WHERE key = 'clock_suspect_from';
+
+-- name: clock_settle_news
+-- Articles stored under a clock feedsync could not believe (ids from :first_id) take :now,
+-- on a clock it believes, as their fetch time: no earlier than the real one, so
+-- retention keeps them at least as long as it should, never less.
+UPDATE news SET fetched_at = :now WHERE id >= CAST(:first_id AS integer) AND fetched_at < :now
+RETURNING id;

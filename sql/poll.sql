@@ -7,13 +7,17 @@
 -- by host, ahead of their turn) are claimed, so another process (the daemon, a manual
 -- run, cron) skips them meanwhile; a claim whose holder died expires at :lease_until.
 -- Every outcome of a poll (sql/stage.sql, below) gives the claim back. With :due_before (a
--- pass polling due feeds only), a feed must still be due: another poller may have polled
--- it, and released it, since this pass listed it.
+-- pass polling due feeds only), a feed must still be due (as feeds_to_poll says it):
+-- another poller may have polled it, and released it, since this pass listed it. A
+-- claim further ahead than any claim lasts (:lease_horizon: this one's end and the
+-- clocks' slack) was taken by a clock ahead of this one: it is over.
 UPDATE feeds
    SET lease_owner = :owner, lease_until = :lease_until
  WHERE id IN (SELECT value FROM json_each(:ids))
-   AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
-   AND (:due_before IS NULL OR next_poll_at IS NULL OR next_poll_at <= :due_before)
+   AND (lease_owner IS NULL OR lease_until < :now OR lease_until > :lease_horizon
+        OR lease_owner = :owner)
+   AND (:due_before IS NULL OR next_poll_at IS NULL OR next_poll_at <= :due_before
+        OR last_poll_at > :written_after)
 RETURNING id;
 
 -- name: others_at_work
@@ -35,19 +39,22 @@ SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until >
 -- name: pass_has_work
 -- Has a pass anything to do: an enabled feed to poll (with :feeds_due_before, only one
 -- whose next poll time has come, as feeds_to_poll lists them) or, with
--- :articles_due_before (a pass that extracts), a queue row extract_claim would take now.
+-- :articles_due_before (a pass that extracts), a queue row extract_claim would take now
+-- (:lease_horizon, :retry_horizon as there; NULL: no bound).
 -- Cron's `run --due` every few minutes mostly finds nothing; it then starts no event loop,
 -- HTTP client or worker (feedsync/pipeline.py: has_work). The queue is read through its
 -- index, as in others_at_work.
 SELECT EXISTS (SELECT 1 FROM feeds
                 WHERE enabled = 1
                   AND (CAST(:feeds_due_before AS text) IS NULL OR next_poll_at IS NULL
-                       OR next_poll_at <= :feeds_due_before))
+                       OR next_poll_at <= :feeds_due_before OR last_poll_at > :written_after))
     OR (CAST(:articles_due_before AS text) IS NOT NULL
         AND EXISTS (SELECT 1 FROM news_summary
                      WHERE state IN ('new', 'failed', 'gone') AND state <> 'gone'
-                       AND (state = 'new' OR next_attempt_at <= :articles_due_before)
-                       AND (lease_until IS NULL OR lease_until < :now))) AS work;
+                       AND (state = 'new' OR next_attempt_at <= :articles_due_before
+                            OR next_attempt_at > CAST(:retry_horizon AS text))
+                       AND (lease_until IS NULL OR lease_until < :now
+                            OR lease_until > CAST(:lease_horizon AS text)))) AS work;
 
 -- name: poll_not_modified
 -- 304: the validators still hold; a fresh value in the 304 replaces the stored one.

@@ -223,15 +223,20 @@ class FeedsyncEnv:
         return [sys.executable, "-m", "feedsync", "--config", str(self.config_path), *args]
 
     def run(
-        self, *args: str, expect: int | None = 0, timeout: float = 180
+        self,
+        *args: str,
+        expect: int | None = 0,
+        timeout: float = 180,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """The command, to its end; ``env``: more environment (a fake clock)."""
         if not self.config_path.exists():
             self.configure()
         done = subprocess.run(
             self.command(*args),
             capture_output=True,
             text=True,
-            env=cli_env(self.root / "home"),
+            env={**cli_env(self.root / "home"), **(env or {})},
             timeout=timeout,
         )
         if expect is not None:
@@ -367,6 +372,51 @@ def corpus_or_skip(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"real-world corpus not available at {path}")
     return path
+
+
+class FakeClock:
+    """What a Raspberry Pi's clock does, for the processes a test starts: libfaketime
+    (Debian's ``faketime``) preloaded, reading the offset from a file the test rewrites
+    while they run (``FAKETIME_NO_CACHE``: every reading of the clock reads the file;
+    bookworm's 0.9.10 misses changes with a cache duration instead). The monotonic clock
+    is left alone (``FAKETIME_DONT_FAKE_MONOTONIC``): Python 3.11's timed waits use it and
+    hang when it is faked, and it is what a real clock step leaves alone too. (That
+    libfaketime fails ``time.sleep`` with EINVAL under this setting, its bug #426:
+    nothing a test runs under it may sleep so.)"""
+
+    def __init__(self, path: Path, library: str):
+        self.path = path
+        self.library = library
+        self.set(timedelta(0))
+
+    def set(self, offset: timedelta) -> None:
+        """The clock ``offset`` from the real time (negative: behind), from now on."""
+        self.path.write_text(f"{int(offset.total_seconds()):+d}\n")
+
+    def at(self, moment: datetime) -> None:
+        """The clock reads ``moment`` now, and runs on from there."""
+        self.set(moment - datetime.now(UTC))
+
+    def env(self) -> dict[str, str]:
+        return {
+            "LD_PRELOAD": self.library,
+            "FAKETIME_TIMESTAMP_FILE": str(self.path),
+            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        }
+
+
+@pytest.fixture
+def fake_clock(tmp_path: Path) -> FakeClock:
+    """A clock the test sets for the feedsync processes it starts with ``fake_clock.env()``
+    (skipped without libfaketime: tests/run.sh installs Debian's ``faketime``)."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    if not found:
+        pytest.skip(
+            "!!! libfaketime is missing (Debian package faketime): the clock tests did NOT "
+            "run; tests/run.sh installs it !!!"
+        )
+    return FakeClock(tmp_path / "faketime.rc", str(found[0]))
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:

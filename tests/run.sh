@@ -21,6 +21,8 @@ command -v strace >/dev/null 2>&1 || needed+=(strace)  # counts the writes to th
 command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)  # verify + security of the units
 command -v sqlite3 >/dev/null 2>&1 || needed+=(sqlite3)  # reads a snapshot, as README says
 command -v openssl >/dev/null 2>&1 || needed+=(openssl)  # a certificate for the https tests
+# libfaketime: the clock of the feedsync processes the clock tests start (tests/test_clock.py)
+compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || needed+=(faketime)
 # a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
 # install.sh's crontab paths (tests/test_install_paths.py): crontab and the cron daemon,

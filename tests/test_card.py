@@ -245,6 +245,33 @@ def test_ids_never_come_again_after_the_ram_disk_is_lost(
         store.close()
 
 
+def test_a_restore_at_1970_keeps_the_days_before_the_last_save_not_the_archive(
+    config: StorageConfig, clock: Clock
+) -> None:
+    """A Pi without fake-hwclock reboots and feedsync starts before NTP: the live
+    database is built from the card with the days it keeps counted back from the card's
+    last save, not from 1970 (from which every entry ever seen is "recent": the whole
+    archive's entries into a RAM disk of ~100 MB)."""
+    store = opened(config, clock)
+    old = stage(store, clock, range(1, 6))
+    extract(store, clock, old)
+    store.save()
+    clock.now += timedelta(days=30)
+    recent = stage(store, clock, range(10, 13))
+    extract(store, clock, recent)
+    store.save()
+    store.close()
+    for path in config.live_path.parent.iterdir():  # the reboot empties the RAM disk
+        path.unlink()
+    clock.now = datetime(1970, 1, 1, 0, 5, tzinfo=UTC)
+    store = opened(config, clock)
+    try:
+        assert [r[0] for r in live_rows(config, "SELECT id FROM news_summary")] == recent
+        assert store.counts()["entries"] == 8  # the others are on the card, as ever
+    finally:
+        store.close()
+
+
 def test_an_article_that_only_the_card_holds_can_still_change(
     store: SQLiteStorage, config: StorageConfig, clock: Clock
 ) -> None:

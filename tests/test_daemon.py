@@ -9,12 +9,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import sitegen
-from conftest import CardMount, FeedsyncEnv, RunningDaemon, Site, wait_until
+from conftest import NOW, CardMount, FakeClock, FeedsyncEnv, RunningDaemon, Site, wait_until
 from sitegen import Item
 
 FAST = {  # a daemon that looks for work every second and polls feeds every 1-2 s
@@ -437,3 +438,48 @@ def test_a_stop_does_not_wait_for_a_long_parse(
     assert time.monotonic() - signalled < 5.0
     assert fs_card.query("SELECT count(*) FROM news_summary")[0][0] == 0
     assert "stopped" in daemon.output()
+
+
+def test_the_daemon_keeps_its_pace_when_the_clock_jumps(
+    fs_card: FeedsyncEnv,
+    site: Site,
+    notify: NotifySocket,
+    start_daemon: Callable[..., RunningDaemon],
+    fake_clock: FakeClock,
+) -> None:
+    """A Pi without fake-hwclock boots at 1970 and the daemon starts; NTP then sets the
+    clock 56 years ahead (here: wrongly, 3 hours too far), and later steps it back 3
+    hours. After each jump the daemon goes on polling, extracting and feeding the
+    watchdog within seconds: APScheduler's IntervalTrigger walked every missed second
+    of the 56 years one by one (never done, memory growing), and after the step back
+    waited for the wall clock to come back (3 hours of nothing)."""
+    items = [Item("At boot", site.page("boot"))]
+    fs_card.configure([site.feed("f.xml", items)], **FAST)
+    fake_clock.at(NOW.replace(year=1970, month=1, day=1, hour=0, minute=0))
+    daemon = start_daemon(
+        NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC="2000000", **fake_clock.env()
+    )
+    wait_until(lambda: titles(fs_card) == {"At boot"}, "the first story, at 1970")
+
+    for offset, said, story in (
+        (timedelta(hours=3), "the clock jumped ahead by", "Set too far"),
+        (timedelta(0), "the clock stepped back by 3:00:00", "Stepped back"),
+    ):
+        fake_clock.set(offset)
+        jumped = time.monotonic()
+        wait_until(lambda said=said: said in daemon.output(), said, timeout=30)
+        items.append(Item(story, site.page(story.lower().replace(" ", "-"))))
+        site.feed("f.xml", items)
+        wait_until(lambda story=story: story in titles(fs_card), f"{story!r} polled", timeout=30)
+        wait_until(
+            lambda jumped=jumped: notify.said("WATCHDOG=1", jumped) >= 3,
+            "the watchdog fed after the jump",
+            timeout=30,
+        )
+    assert daemon.stop() == 0
+    log = daemon.output()
+    assert "the clock cannot be believed (wrong): it reads 1970-01-01" in log
+    assert "the clock can be believed again" in log
+    assert "Traceback" not in log
+    # no burst: the feed was polled about once a second, not once per second jumped
+    assert site.hits("/feeds/f.xml") < 200

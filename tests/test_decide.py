@@ -38,11 +38,36 @@ def test_dates_are_utc_text() -> None:
     assert decide.published_date(naive, FETCHED) == "2026-11-22T09:30:00Z"
 
 
-def test_future_dates_are_clamped_to_the_fetch_time() -> None:
-    assert decide.published_date(FETCHED + timedelta(days=3), FETCHED) == "2026-11-22T12:00:00Z"
-    # a few minutes of clock skew are the publisher's clock, not the future
-    skewed = FETCHED + timedelta(minutes=4)
-    assert decide.published_date(skewed, FETCHED) == "2026-11-22T12:04:00Z"
+def test_dates_ahead_of_our_clock_are_kept_as_given() -> None:
+    """Our clock may be the wrong one (30 days behind after a boot without NTP): the
+    feed's date is kept, never replaced by our "now"."""
+    assert decide.published_date(FETCHED + timedelta(days=3), FETCHED) == "2026-11-25T12:00:00Z"
+    assert decide.published_date(FETCHED + timedelta(days=30), FETCHED) == "2026-12-22T12:00:00Z"
+
+
+def test_a_clock_at_1970_keeps_the_feeds_real_dates() -> None:
+    at_boot = datetime(1970, 1, 1, 0, 5, tzinfo=UTC)  # a Pi without fake-hwclock
+    assert decide.published_date(FETCHED, at_boot) == "2026-11-22T12:00:00Z"
+    # a clock that cannot be right bounds nothing: every date after 1990 is kept (a
+    # date more than a year ahead of a clock that may be right is garbage, as before)
+    assert decide.published_date(datetime(2031, 1, 1, tzinfo=UTC), at_boot) == (
+        "2031-01-01T00:00:00Z"
+    )
+    assert decide.published_date(datetime(1989, 12, 31, tzinfo=UTC), at_boot) is None
+
+
+def test_a_date_ahead_cannot_move_the_cut_off_past_the_clock() -> None:
+    """One entry dated ahead (or a latest_published set while the clock ran ahead) must
+    not hide what is published after it: the cut-off follows the clock that reads it."""
+    ahead = entry("dated next month", "2026-12-22T12:00:00Z")
+    assert decide.newest_published([ahead], FETCHED) == "2026-11-22T12:00:00Z"
+    assert decide.newest_published([ahead]) == "2026-12-22T12:00:00Z"  # no clock: as given
+    day = timedelta(hours=24)
+    assert decide.cutoff("2027-11-22T12:00:00Z", day, FETCHED) == "2026-11-21T12:05:00Z"
+    assert decide.cutoff("2026-11-22T10:00:00Z", day, FETCHED) == "2026-11-21T10:00:00Z"
+    later = entry("an hour ago", "2026-11-22T11:00:00Z")
+    chosen = decide.candidates([later], "2027-11-22T12:00:00Z", day, FETCHED)
+    assert chosen == (later,)
 
 
 @pytest.mark.parametrize(
@@ -181,6 +206,14 @@ def next_in(
 
 def test_a_new_feed_is_polled_at_the_base_interval() -> None:
     assert next_in(feed()) == timedelta(minutes=30)
+
+
+def test_a_publishing_history_dated_ahead_of_the_clock_is_no_history() -> None:
+    """A clock behind the feed's dates (kept as given) sees the week's entries "in the
+    future": their span is no measure of the feed's pace; the base interval, not the
+    minimum, until the clock is right."""
+    ahead = feed(recent_entries=20, recent_oldest="2026-12-20T00:00:00Z")
+    assert next_in(ahead) == timedelta(minutes=30)
 
 
 def test_busy_feeds_are_polled_often_quiet_ones_rarely() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from feedsync.host_rules import HostBlock, HostTurn, host_block, host_turn
+from feedsync.host_rules import HostBlock, HostTurn, held_start, host_block, host_turn
 
 # ---------------------------------------------------------------- the rule
 
@@ -41,6 +41,16 @@ def test_a_clock_that_stepped_back_leaves_no_host_waiting() -> None:
     soon = host_turn(now, next_start=now + 3.0, delay=1.0, taken=[(0, now + 18)], slots=2)
     assert soon == HostTurn(slot=1, start=now + 3.0, next_start=now + 4.0)
     assert host_turn(now, now + 3.0, 1.0, [(0, now + 18)], slots=1) is None
+
+
+def test_a_host_held_after_a_clock_stepped_back_is_paced_from_now() -> None:
+    """A pass a year ahead left the host's pace a year ahead; the next pass, on a clock
+    set right, holds the host and paces it in memory from there: from now, not in a year
+    (a `run --due` waited for it, found by tests/test_clock.py)."""
+    now = 1_000_000.0
+    assert held_start(now, now + 365 * 86400, delay=1.0, taken=[]) == 0.0
+    assert held_start(now, now + 2.5, delay=1.0, taken=[]) == 2.5  # a real pace: kept
+    assert held_start(now, now - 5.0, delay=1.0, taken=[]) == 0.0
 
 
 # ---------------------------------------------------------------- hosts that say 429/503

@@ -81,7 +81,7 @@ def test_no_date_future_dates_and_garbage_dates() -> None:
     dates = {e.title: e.published for e in parse_feed(body, FEED, FETCHED, XML).entries}
     assert dates == {
         "Undated": None,
-        "Next week": "2026-11-22T12:00:00Z",
+        "Next week": "2026-11-29T12:00:00Z",  # as given: our clock may be the wrong one
         "Epoch": None,
         "Garbage": None,
     }

@@ -776,6 +776,82 @@ def test_saving_an_article_completes_the_row(store: SQLStorage) -> None:
     assert claim(store, "A") == []
 
 
+# ---------------------------------------------------------------- a clock that stepped back
+
+A_YEAR_ON = "2027-11-22T10:00:00Z"  # what a clock a year ahead wrote, read at T0
+
+
+def test_a_schedule_written_by_a_clock_ahead_of_this_one_is_due(store: SQLStorage) -> None:
+    """A poll while the clock ran a year ahead set the next poll a year ahead: once the
+    clock is right the feed is due at once (and polled, its schedule written again), not
+    in a year. A schedule written by a clock a few seconds ahead (another machine's, on
+    PostgreSQL) is not: within clock.SLACK."""
+    fid = feed_id(store)
+    store.record_poll(PollIntent(fid, A_YEAR_ON, "2027-11-22T10:30:00Z", NOT_MODIFIED, owner="A"))
+    assert [f.id for f in store.feeds_to_poll(T0)] == [fid]
+    assert store.has_work(T0, None, T0)
+    assert claim_feed(store, fid, "B", T0, "2026-11-22T10:05:00Z", due_before=T0)
+    store.record_poll(
+        PollIntent(fid, "2026-11-22T10:00:30Z", LATER, NOT_MODIFIED, owner="B")
+    )  # 30 s ahead
+    assert store.feeds_to_poll(T0) == []
+    assert not store.has_work(T0, None, T0)
+
+
+def test_a_claim_or_lease_longer_than_any_is_over(store: SQLStorage) -> None:
+    """A feed's claim and a queue row's lease taken a year ahead (the process died, or
+    the clock stepped back): over at once for a claim whose own lease is shorter. One
+    taken a moment ago, as long as this one's, is not."""
+    fid = feed_id(store)
+    assert claim_feed(store, fid, "B", A_YEAR_ON, "2027-11-22T10:05:00Z")
+    assert claim_feed(store, fid, "A", T0, "2026-11-22T10:05:00Z")
+    assert not claim_feed(store, fid, "C", T0, "2026-11-22T10:04:00Z")  # A's is live
+
+    # (its next poll is not due: only the queue row says whether there is work)
+    ahead = intent(fid, [entry(1)], owner="B")._replace(lease_until="2027-11-22T10:15:00Z")
+    (row,) = store.record_poll(ahead).created_ids
+    horizon = "2026-11-22T10:16:00Z"  # a lease of 15 minutes, and the slack
+    assert store.has_work(T0, T0, T0, lease_horizon=horizon)
+    assert not store.has_work(T0, T0, T0)  # no bound: B's lease, a year long
+    assert claim(store, "A") == [row]  # its lease: 15 minutes
+    assert claim(store, "C") == []  # A's, live
+
+
+def test_a_retry_time_further_ahead_than_any_backoff_has_come(store: SQLStorage) -> None:
+    fid = feed_id(store)
+    (row,) = store.record_poll(intent(fid, [entry(1)], owner="A")).created_ids
+    claim(store, "A")
+    failed = FailureOutcome("failed", 1, "2027-11-22T11:00:00Z", "HTTP 500")
+    store.record_extract_failure(row, "A", failed)
+    retry_horizon = "2026-11-23T10:01:00Z"  # a day at most (decide.retry_horizon)
+    assert not store.has_work(T0, T0, T0)
+    assert store.has_work(T0, T0, T0, retry_horizon=retry_horizon)
+    jobs = store.claim_articles("A", 0, T0, T0, "2026-11-22T10:15:00Z", 10, retry_horizon)
+    assert [job.id for job in jobs] == [row]
+
+
+def test_articles_fetched_under_a_clock_not_believed_take_the_believed_clocks_time(
+    store: SQLStorage, engine: Engine
+) -> None:
+    """A pass on a clock feedsync cannot believe (1970) marks what it will store; the
+    next retention, on a clock it believes, first gives those articles its own time as
+    their fetch time (sql/meta.sql), on the card and in RAM alike; earlier ones keep
+    theirs. The newest poll time stored is what a clock cannot be before."""
+    fid = feed_id(store)
+    assert store.newest_poll() == ""
+    rows = store.record_poll(intent(fid, [entry(1), entry(2)], owner="A")).created_ids
+    assert store.newest_poll() == T0
+    claim(store, "A")
+    store.save_article(rows[0], Article(text="Before."), None, T0)
+    store.clock_suspect()
+    store.clock_suspect()  # the first mark stands
+    store.save_article(rows[1], Article(text="At 1970."), None, "1970-01-01T00:05:00Z")
+    assert store.clock_settle(LATER) == 1
+    fetched = dict(engine.query("SELECT title, fetched_at FROM news"))
+    assert fetched == {"Story 1": T0, "Story 2": LATER}
+    assert store.clock_settle("2026-11-23T10:00:00Z") == 0  # settled: the mark is gone
+
+
 # ---------------------------------------------------------------- the feed list
 
 

@@ -61,6 +61,7 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         f"articles   {articles['today']} today, {articles['total']} in all",
         f"next poll  {t.short_time(report['next_poll_at'], 'none scheduled')}",
     ]
+    lines += _clock_lines(report["clock"], room)
     if where.snapshot is None:  # a server's database: its name, never a password
         from feedsync.storage import NO_CARD
 
@@ -73,6 +74,27 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
     for line in lines:
         print(line)
     return EXIT_OK
+
+
+def _clock_lines(state: dict[str, str], room: int) -> list[str]:
+    """``feedsync status``'s clock: believed (synchronized, or nothing known against it:
+    it reads after every poll stored), or not, what waits for it, and why."""
+    from feedsync import clock
+    from feedsync import terminal as t
+
+    why = state["why"]
+    if state["state"] == clock.SYNCHRONIZED:
+        return [t.cut(f"clock      synchronized ({why})", room)]
+    if state["state"] == clock.UNKNOWN:
+        return [t.cut(f"clock      not known to be synchronized ({why}); believed", room)]
+    unsynchronized = state["state"] == clock.UNSYNCHRONIZED
+    word = "NOT SYNCHRONIZED" if unsynchronized else "CANNOT BE RIGHT"
+    return [
+        "clock      "
+        + t.paint(word, "yellow" if unsynchronized else "red")
+        + ": retention waits for it",
+        t.cut(f"           {why}", room),
+    ]
 
 
 def _storage_lines(where: StorageStatus, room: int) -> list[str]:

@@ -94,8 +94,8 @@ def restore_snapshot(
 ) -> str:
     """``feedsync restore``: build the live database again from the card database;
     returns the card's path. Raises StorageError (SnapshotRefused without ``force``)."""
-    from feedsync import timestamps
-    from feedsync.storage import card_restore
+    from feedsync import clock, timestamps
+    from feedsync.storage import card_files, card_restore
     from feedsync.storage.folders import check_directory
 
     if config.url is not None:
@@ -103,7 +103,8 @@ def restore_snapshot(
     if config.snapshot is None:
         raise StorageError("no snapshot is configured ([storage] snapshot)")
     check_directory(config.live_path.parent, notice)  # a folder planted in /dev/shm: no
-    since = timestamps.to_iso(timestamps.now() - (keep or Keep()).live)
+    saved = (card_files.file_meta(config.card_path) or {}).get("snapshot_at")
+    since = timestamps.to_iso(clock.at_least(timestamps.now(), saved) - (keep or Keep()).live)
     card_restore.restore(config.live_path, config.card_path, since, force=force, notice=notice)
     return str(config.card_path)
 

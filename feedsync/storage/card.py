@@ -50,6 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from feedsync.clock import EARLIEST, SLACK
 from feedsync.storage import busy, search
 from feedsync.storage.card_files import SnapshotRefused, file_lock, lock_path, read_meta, uri
 from feedsync.storage.card_layout import (
@@ -65,7 +66,7 @@ from feedsync.storage.card_layout import (
 )
 from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
-from feedsync.timestamps import from_iso
+from feedsync.timestamps import from_iso, to_iso
 
 # Search indexing: a save indexes a month's new articles once this many wait, or once
 # the oldest has waited INDEX_AGE_S; a search scans the ones not indexed yet.
@@ -76,6 +77,9 @@ INDEX_AGE_S = 20 * 3600
 
 
 INDEX_CHUNK = 2000  # at most this many a month per save (an upgrade indexes them all)
+# meta: the first article id fetched under a clock feedsync could not believe, until
+# retention settles it (sql/meta.sql: clock_suspect)
+SUSPECT = "clock_suspect_from"
 
 
 class Saved(NamedTuple):
@@ -195,6 +199,12 @@ class Card:
                 ("saved_from", live.get("live_id", "")),
             ):
                 conn.execute(q["meta_set"], {"key": key, "value": value})
+            # articles saved now that were fetched under a clock feedsync could not
+            # believe: the mark goes with them, for retention on the card (Card.settle)
+            suspect = [v for v in (live.get(SUSPECT), card.get(SUSPECT)) if v]
+            if suspect:
+                first = str(min(int(v) for v in suspect))
+                conn.execute(q["meta_set"], {"key": SUSPECT, "value": first})
             return Saved(True, seq + 1, live["content_version"], now, articles, indexed, "written")
 
         with file_lock(lock_path(self.path)):
@@ -231,8 +241,9 @@ class Card:
             if not left:
                 return len(ids)
         # never an older month than the newest: a clock that stepped back after a save
-        # must not revive a month that retention dropped
-        target = max([month_of(now), *months[-1:]])
+        # must not revive a month that retention dropped; nor one before feedsync
+        # existed: a save at 1970 (a Pi's clock before NTP) made news_1970_01
+        target = max([month_of(now), *months[-1:], month_of(to_iso(EARLIEST))])
         ensure_month(conn, target)
         conn.execute(sql("card_save_articles", target), {"ids": json.dumps(sorted(left))})
         return len(ids)
@@ -283,6 +294,32 @@ class Card:
         return result
 
     # ------------------------------------------------------------ retention
+
+    def suspect_from(self) -> int | None:
+        """The first article id the card holds that was fetched under a clock feedsync
+        could not believe, not settled yet (None: none)."""
+        value = read_meta(self._conn).get(SUSPECT)
+        return int(value) if value else None
+
+    def settle(self, first: int, now: str) -> set[int]:
+        """The articles from id ``first`` on take ``now`` (a clock feedsync believes) as
+        their fetch time, in the months that hold them, and the card's mark goes: one
+        transaction. Returns the ids that took it."""
+
+        def work(conn: sqlite3.Connection) -> set[int]:
+            settled: set[int] = set()
+            for month in month_names(conn):  # a range of each month's rowids: cheap
+                rows = conn.execute(
+                    sql("card_month_settle", month), {"first_id": first, "now": now}
+                ).fetchall()
+                settled.update(int(row[0]) for row in rows)
+            conn.execute("DELETE FROM meta WHERE key = ?", (SUSPECT,))
+            return settled
+
+        with file_lock(lock_path(self.path)):
+            result = self._write(work)
+        assert isinstance(result, set)
+        return result
 
     def prune(
         self, news_before: str | None, tombstones_before: str | None, batch: int = 500
@@ -349,7 +386,11 @@ def _index_row(row: sqlite3.Row) -> dict[str, object]:
 
 
 def _age_s(iso: str, now: str) -> float:
+    """How long ago ``iso`` was, by ``now``; one later than now (saved by a clock ahead
+    of this one, or this one stepped back since) has waited for as long as anything: it
+    would otherwise wait for the clock to catch up."""
     try:
-        return (from_iso(now) - from_iso(iso)).total_seconds()
+        age = (from_iso(now) - from_iso(iso)).total_seconds()
     except ValueError:
         return 0.0
+    return age if age >= -SLACK.total_seconds() else float("inf")

@@ -9,8 +9,10 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
+from feedsync.clock import EARLIEST
 from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import queries, split_statements
+from feedsync.timestamps import to_iso
 
 MONTH = re.compile(r"^\d{4}_\d{2}$")
 
@@ -75,10 +77,13 @@ def to_card_layout(conn: sqlite3.Connection, now: str) -> int:
     """Inside a transaction: the `news` table of a database (empty, or a whole archive)
     into one table per month of fetching and the `news` view. An article whose fetch
     time is no month (a clock gone wrong) goes to the current month: none is left
-    behind (counted before the table is dropped). Returns the articles moved."""
+    behind (counted before the table is dropped). The current month is never one before
+    feedsync existed: a card made at 1970 (a Pi's clock before NTP) is not given a
+    news_1970_01 that retention would take for decades old. Returns the articles
+    moved."""
     total = conn.execute("SELECT count(*) FROM news").fetchone()[0]
     moved = 0
-    current = month_of(now)
+    current = max(month_of(now), month_of(to_iso(EARLIEST)))
     filed: list[str] = []
     for (dashed,) in conn.execute(sql("card_table_months")).fetchall():
         month = str(dashed or "").replace("-", "_")

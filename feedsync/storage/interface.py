@@ -93,12 +93,19 @@ class Polling(Protocol):
     (its entries staged), the hosts a pass holds alone."""
 
     def has_work(
-        self, feeds_due_before: str | None, articles_due_before: str | None, now: str
+        self,
+        feeds_due_before: str | None,
+        articles_due_before: str | None,
+        now: str,
+        *,
+        lease_horizon: str | None = None,
+        retry_horizon: str | None = None,
     ) -> bool:
         """Whether a pass would find anything to do: an enabled feed to poll (only one
         due by ``feeds_due_before`` when given) or, unless ``articles_due_before`` is
-        None (a pass that does not extract), a queue row a claim would take at ``now``.
-        Reads only."""
+        None (a pass that does not extract), a queue row a claim would take at ``now``
+        (``lease_horizon``, ``retry_horizon``: as :meth:`ArticleQueue.claim_articles`
+        would judge its lease and retry time; None: no bound). Reads only."""
         ...
 
     def room_for_entries(self) -> str | None:
@@ -199,9 +206,20 @@ class ArticleQueue(Protocol):
     retry, the leases a process gives back."""
 
     def claim_articles(
-        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+        self,
+        owner: str,
+        after_id: int,
+        due_before: str,
+        now: str,
+        lease_until: str,
+        limit: int,
+        retry_horizon: str | None = None,
     ) -> list[ArticleJob]:
-        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order."""
+        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order:
+        new rows, and failed rows due by ``due_before`` or whose retry time lies beyond
+        ``retry_horizon`` (set by a clock ahead: ``decide.retry_horizon``; None: no
+        bound), free, ``owner``'s, or with a lease over at ``now`` or beyond the longest
+        one (``lease_until`` and the clocks' slack: taken by a clock ahead)."""
         ...
 
     def release_job(self, job_id: int, owner: str) -> None:
@@ -248,6 +266,23 @@ class Upkeep(Protocol):
     ) -> tuple[int, int]:
         """Retention: delete articles older than ``news_before`` and dated tombstones older
         than ``tombstones_before`` (None: keep), in short batches. Returns the counts."""
+        ...
+
+    def newest_poll(self) -> str:
+        """The newest poll time the database holds ('' if none): a clock that reads
+        earlier cannot be right (feedsync/clock.py: judge)."""
+        ...
+
+    def clock_suspect(self) -> None:
+        """The articles stored from now on are fetched under a clock that cannot be
+        believed: retention must not judge them by their fetch time (a mark: the next
+        article id, kept until :meth:`clock_settle`)."""
+        ...
+
+    def clock_settle(self, now: str) -> int:
+        """On a clock that is believed, before retention: the articles stored under one
+        that was not take ``now`` as their fetch time (no earlier than the real one).
+        Returns how many did."""
         ...
 
     def status(self) -> StorageStatus: ...

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from feedsync import identity
+from feedsync import clock, identity
 from feedsync.records import (
     Feed,
     FeedHealth,
@@ -138,8 +138,16 @@ class SQLFeeds(SQLCore):
                 redirect_seen=r["redirect_seen"],
                 identity=r["identity"],
             )
-            for r in self._read("feeds_to_poll", due_before=due_before, week_ago=week_ago)
+            for r in self._read(
+                "feeds_to_poll",
+                due_before=due_before,
+                written_after=clock.horizon(due_before) if due_before else None,
+                week_ago=week_ago,
+            )
         ]
+
+    def newest_poll(self) -> str:
+        return str(self._read("newest_poll")[0]["newest"])
 
     def feed_id(self, ref: str) -> int | None:
         if ref.isdigit():

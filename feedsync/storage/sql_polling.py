@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from feedsync import decide, identity
+from feedsync import clock, decide, identity
 from feedsync.records import (
     FAILED,
     GONE,
@@ -243,7 +243,9 @@ class SQLPolling(SQLHostPacing):
                     owner=owner,
                     now=now,
                     lease_until=lease_until,
+                    lease_horizon=clock.horizon(lease_until),
                     due_before=due_before,
+                    written_after=clock.horizon(due_before) if due_before else None,
                 ).fetchall()
             )
             others = bool(
@@ -276,7 +278,7 @@ class SQLPolling(SQLHostPacing):
             owner=owner,
             lease_until=now + lease,
         )
-        return max(0.0, next_start - now)
+        return decide.held_start(now, next_start, delay, taken)
 
     def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
         def work(conn: Connection) -> bool:
@@ -429,13 +431,22 @@ class SQLPolling(SQLHostPacing):
         self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))
 
     def has_work(
-        self, feeds_due_before: str | None, articles_due_before: str | None, now: str
+        self,
+        feeds_due_before: str | None,
+        articles_due_before: str | None,
+        now: str,
+        *,
+        lease_horizon: str | None = None,
+        retry_horizon: str | None = None,
     ) -> bool:
         (row,) = self._read(
             "pass_has_work",
             feeds_due_before=feeds_due_before,
+            written_after=clock.horizon(feeds_due_before) if feeds_due_before else None,
             articles_due_before=articles_due_before,
             now=now,
+            lease_horizon=lease_horizon,
+            retry_horizon=retry_horizon,
         )
         return bool(row["work"])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedsync import identity
+from feedsync import clock, identity
 from feedsync.records import (
     Article,
     ArticleJob,
@@ -21,7 +21,14 @@ class SQLArticleQueue(SQLCore):
     """The ArticleQueue role over named queries."""
 
     def claim_articles(
-        self, owner: str, after_id: int, due_before: str, now: str, lease_until: str, limit: int
+        self,
+        owner: str,
+        after_id: int,
+        due_before: str,
+        now: str,
+        lease_until: str,
+        limit: int,
+        retry_horizon: str | None = None,
     ) -> list[ArticleJob]:
         def work(conn: Connection) -> list[ArticleJob]:
             rows = self._exec(
@@ -30,8 +37,10 @@ class SQLArticleQueue(SQLCore):
                 owner=owner,
                 after_id=after_id,
                 due_before=due_before,
+                retry_horizon=retry_horizon,
                 now=now,
                 lease_until=lease_until,
+                lease_horizon=clock.horizon(lease_until),
                 limit=limit,
             ).fetchall()
             return [
@@ -69,6 +78,27 @@ class SQLArticleQueue(SQLCore):
             self._delete_in_batches("prune_news", news_before, batch),
             self._delete_in_batches("prune_tombstones", tombstones_before, batch),
         )
+
+    def clock_suspect(self) -> None:
+        self._write(lambda conn: self._exec(conn, "clock_suspect"))
+
+    def clock_suspect_from(self) -> str | None:
+        """The first article id stored under a clock that could not be believed, not
+        settled yet (None: none)."""
+        marks = {r["key"]: r["value"] for r in self._read("meta_all")}
+        return marks.get("clock_suspect_from")
+
+    def clock_settle(self, now: str) -> int:
+        first = self.clock_suspect_from()
+        if first is None:
+            return 0
+
+        def work(conn: Connection) -> int:
+            settled = self._exec(conn, "clock_settle_news", now=now, first_id=first).fetchall()
+            self._exec(conn, "clock_suspect_clear")
+            return len(settled)
+
+        return self._write(work)
 
     def _delete_in_batches(self, name: str, before: str | None, batch: int) -> int:
         total = 0

@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from feedsync import clock as clock_module
 from feedsync import timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
@@ -67,6 +68,12 @@ def _ignore(message: str) -> None:
     pass
 
 
+def _saved_at(card: Path) -> str | None:
+    """When the card database was last saved to, as it says (None: unreadable, or no
+    card)."""
+    return (card_files.file_meta(card) or {}).get("snapshot_at")
+
+
 class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
     """:class:`feedsync.storage.Storage` on the live database and the card database."""
 
@@ -87,6 +94,9 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         # what time it is for saves, months and retention (a bench simulating a year
         # sets its own clock)
         self.clock: Callable[[], datetime] = timestamps.now
+        # what the system says of that clock (feedsync/clock.py): retention waits for one
+        # it may believe
+        self.sync: Callable[[], clock_module.Sync] = clock_module.system_synchronization
         self._notice: card_files.Notice = _ignore
         self._card_file: tuple[int, int] | None = None  # (device, inode) attached
 
@@ -118,12 +128,15 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         check_directory(config.card_path.parent, notice)
         now = clock()
         in_use = -1
+        since = now
+        if now < clock_module.EARLIEST:  # a clock that cannot be right (1970, at boot)
+            since = clock_module.at_least(now, _saved_at(config.card_path))
         try:
             card_restore.prepare(
                 live,
                 config.card_path,
                 timestamps.to_iso(now),
-                timestamps.to_iso(now - keep.live),
+                timestamps.to_iso(since - keep.live),
                 notice,
                 new_card=new_card,
                 on_card=config.snapshot is not None,

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from feedsync import timestamps
+from feedsync import clock, timestamps
+from feedsync.clock import Sync
 from feedsync.config import StorageConfig
 from feedsync.records import (
     SnapshotResult,
@@ -45,6 +46,7 @@ class SQLiteSaving(SQLStorage):
     path: Path
     card_path: Path
     clock: Callable[[], datetime]
+    sync: Callable[[], Sync]
 
     def _retry(self, work: Callable[[], T]) -> T:
         raise NotImplementedError
@@ -90,8 +92,10 @@ class SQLiteSaving(SQLStorage):
         moving = budget.files_size(self.path, *card_files.sidecars(self.path))
         trouble = budget.save_room(moving, self._card_budget())
         if trouble is not None:
-            self._retention(now, due_only=False)
+            waits = self._retention(now, due_only=False)
             trouble = budget.save_room(moving, self._card_budget())
+            if trouble is not None and waits is not None:
+                trouble += f"; retention waits: the clock is {waits}"
         if trouble is not None:
             raise StorageFull(f"not saved to the card: {trouble}")
         try:
@@ -172,13 +176,23 @@ class SQLiteSaving(SQLStorage):
                 break
             free = left
 
-    def _retention(self, now: datetime, *, due_only: bool) -> None:
+    def _retention(self, now: datetime, *, due_only: bool) -> str | None:
         """[retention] on the card, when it last ran RETENTION_EVERY ago (``due_only``),
-        or now (the card needs room)."""
+        or now (the card needs room). A last run later than now was timed by a clock
+        ahead of this one (or this one stepped back since): it says nothing of when
+        retention is due. Only on a clock feedsync believes (clock.judge): else it
+        waits, and returns why (None: it ran, or was not due). Before it prunes, the
+        articles fetched under a clock it could not believe take now as their fetch
+        time (:meth:`clock_settle`)."""
         if due_only:
             last = self._meta().get("retention_at", "")
-            if last and last > timestamps.to_iso(now - RETENTION_EVERY):
-                return
+            moment = timestamps.to_iso(now)
+            if last and timestamps.to_iso(now - RETENTION_EVERY) < last <= clock.horizon(moment):
+                return None
+        verdict = clock.judge(now, self.newest_poll(), self.sync())
+        if not verdict.believed:
+            return f"{verdict.state}: {verdict.why}"
+        self.clock_settle(timestamps.to_iso(now))
         keep = self._keep
 
         def before(days: int) -> str | None:
@@ -190,6 +204,24 @@ class SQLiteSaving(SQLStorage):
                 conn, "meta_set", key="retention_at", value=timestamps.to_iso(now)
             )
         )
+        return None
+
+    def clock_settle(self, now: str) -> int:
+        """On the card first (where retention judges), then the live database's copies;
+        the mark is on either side (a save carries the live database's to the card)."""
+        self._writable_card("not settled")
+        marks = [m for m in (self.clock_suspect_from(), self._card_db().suspect_from()) if m]
+        if not marks:
+            return 0
+        first = min(int(m) for m in marks)
+        settled = self._card_db().settle(first, now)
+
+        def work(conn: sqlite3.Connection) -> set[int]:
+            rows = self._exec(conn, "clock_settle_news", now=now, first_id=first).fetchall()
+            self._exec(conn, "clock_suspect_clear")
+            return {int(row["id"]) for row in rows}
+
+        return len(settled | self._write(work))
 
     def prune(
         self, news_before: str | None, tombstones_before: str | None, batch: int = 500

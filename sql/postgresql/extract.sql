@@ -19,8 +19,10 @@ UPDATE news_summary
           FROM news_summary
          WHERE state IN ('new', 'failed')
            AND id > :after_id
-           AND (state = 'new' OR next_attempt_at <= :due_before)
-           AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now)
+           AND (state = 'new' OR next_attempt_at <= :due_before
+                OR next_attempt_at > CAST(:retry_horizon AS text))
+           AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now
+                OR lease_until > :lease_horizon)
          ORDER BY id
          LIMIT :limit
            FOR NO KEY UPDATE SKIP LOCKED)

@@ -13,9 +13,10 @@ UPDATE feeds
  WHERE id IN (SELECT id FROM feeds
                WHERE id IN (SELECT CAST(value AS bigint)
                               FROM json_array_elements_text(CAST(:ids AS json)))
-                 AND (lease_owner IS NULL OR lease_until < :now OR lease_owner = :owner)
+                 AND (lease_owner IS NULL OR lease_until < :now OR lease_until > :lease_horizon
+                      OR lease_owner = :owner)
                  AND (CAST(:due_before AS text) IS NULL OR next_poll_at IS NULL
-                      OR next_poll_at <= :due_before)
+                      OR next_poll_at <= :due_before OR last_poll_at > :written_after)
                  FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id;
 
@@ -43,12 +44,15 @@ SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until >
 SELECT EXISTS (SELECT 1 FROM feeds
                 WHERE enabled = 1
                   AND (CAST(:feeds_due_before AS text) IS NULL OR next_poll_at IS NULL
-                       OR next_poll_at <= :feeds_due_before))
+                       OR next_poll_at <= :feeds_due_before
+                       OR last_poll_at > CAST(:written_after AS text)))
     OR (CAST(:articles_due_before AS text) IS NOT NULL
         AND EXISTS (SELECT 1 FROM news_summary
                      WHERE state IN ('new', 'failed')
-                       AND (state = 'new' OR next_attempt_at <= :articles_due_before)
-                       AND (lease_until IS NULL OR lease_until < :now))) AS work;
+                       AND (state = 'new' OR next_attempt_at <= :articles_due_before
+                            OR next_attempt_at > CAST(:retry_horizon AS text))
+                       AND (lease_until IS NULL OR lease_until < :now
+                            OR lease_until > CAST(:lease_horizon AS text)))) AS work;
 
 -- name: poll_move
 -- A permanent move: the feed takes its new URL, and remembers the one it was added under
