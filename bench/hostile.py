@@ -50,9 +50,11 @@ def _iso(i: int) -> str:
     return f"{_START + timedelta(minutes=i):%Y-%m-%dT%H:%M:%S}Z"
 
 
-def document(shape: str, entries: int, site: str = "https://news.example.com") -> tuple[bytes, str]:
+def document(
+    shape: str, entries: int, site: str = "https://news.example.com", depth: int = 200
+) -> tuple[bytes, str]:
     """(body, content type) of a feed of ``entries`` entries of ``shape``, its links on
-    ``site``."""
+    ``site`` ("deep": each description nested ``depth`` elements deep)."""
     if shape == "json":
         items = [
             {
@@ -79,7 +81,7 @@ def document(shape: str, entries: int, site: str = "https://news.example.com") -
         parts.append("</feed>")
         return "".join(parts).encode(), "application/atom+xml"
     items = []
-    nest = "<div>" * 200 + "deep" + "</div>" * 200
+    nest = "<div>" * depth + "deep" + "</div>" * depth
     for i in range(entries):
         link = f"{site}/a/0" if shape == "one-link" else f"{site}/a/{i}"
         title = "The same story" if shape == "one-title" else f"Story {i}"
