@@ -115,6 +115,13 @@ class LocalServer:
             self._routes[path] = Resource(body=data, content_type=content_type, **options)  # type: ignore[arg-type]
         return self.url(path)
 
+    def hit_counts(self) -> dict[str, int]:
+        """Requests per path, as of now: a copy taken under the lock the server's threads
+        count under (iterating ``hits`` while a request lands raised "dictionary changed
+        size during iteration" in a test)."""
+        with self._lock:
+            return dict(self.hits)
+
     def remove(self, path: str) -> None:
         with self._lock:
             self._routes.pop(path, None)

@@ -65,7 +65,7 @@ class Site:
         return self.server.hits[path]
 
     def article_hits(self) -> dict[str, int]:
-        return {p: n for p, n in self.server.hits.items() if p.startswith("/articles/")}
+        return {p: n for p, n in self.server.hit_counts().items() if p.startswith("/articles/")}
 
 
 @pytest.fixture
