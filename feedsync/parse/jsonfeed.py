@@ -123,8 +123,9 @@ def _item_date(item: Any) -> datetime | None:
     return _json_date(item.get("date_published")) or _json_date(item.get("date_modified"))
 
 
-def _json_item(item: Any, feed_authors: list[str]) -> RawEntry | str:
-    """One JSON Feed item, or why it is skipped."""
+def _json_item(item: Any, date: datetime | None, feed_authors: list[str]) -> RawEntry | str:
+    """One JSON Feed item (``date``: its date, read once when the newest were chosen),
+    or why it is skipped."""
     if not isinstance(item, dict):
         return "not a JSON object"
     guid = item.get("id")
@@ -146,7 +147,7 @@ def _json_item(item: Any, feed_authors: list[str]) -> RawEntry | str:
     return RawEntry(
         link=link,
         title=title,
-        date=_item_date(item),
+        date=date,
         summary=summary.strip() if summary else None,
         author=", ".join(dict.fromkeys(authors)) or None,
         guid=_string(guid),
@@ -174,11 +175,12 @@ def read_json_feed(body: bytes) -> RawFeed:
     feed_authors = _names(document.get("authors")) or _names(document.get("author"))
     # the newest MAX_ENTRIES by their dates alone, before any other work per item (a
     # title made from 64 KiB of HTML is some)
-    kept = newest([_item_date(item) for item in items])
+    dates = [_item_date(item) for item in items]
+    kept = newest(dates)
     entries: list[RawEntry] = []
     rejected: list[str] = []
     for index in kept:
-        read = _json_item(items[index], feed_authors)
+        read = _json_item(items[index], dates[index], feed_authors)
         if isinstance(read, str):
             rejected.append(read)
         else:
