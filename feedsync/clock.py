@@ -114,9 +114,13 @@ def judge(now: datetime, newest: str, sync: Sync) -> Verdict:
       a clock that ran ahead (a bad NTP answer, a wrong RTC) and the next poll of each
       feed writes it again (feeds_to_poll: a schedule written ahead is due).
     - Before a time stored (and :data:`SLACK`) it is wrong: the clock cannot be before a
-      time already stored. (The feeds polled after it are due at once and polled again
-      at this clock's time, so from the next pass on a clock that merely runs behind is
-      believed where nothing else is known: one that is behind prunes less, never more.)
+      time already stored. The feeds are due at once and polled again at this clock's
+      time, so ``newest`` holds too, until what was stored meanwhile is settled, the
+      newest time stored when the clock was found wrong (sql/meta.sql:
+      clock_suspect_until): a clock that is behind stays wrong until it passes that
+      time. (Believed from its next pass on, a Pi booted 200 days behind settled what
+      it had fetched at its own time, still behind, and once set right its retention
+      took those articles for 200 days old.)
     - A synchronization service that has not set it yet: unsynchronized.
     - Otherwise nothing is known against it.
     """

@@ -95,8 +95,14 @@ SELECT f.id, f.url, f.latest_published, f.etag, f.last_modified, f.error_count,
 -- The newest poll time the database holds: the clock cannot be before it
 -- (feedsync/clock.py: judge). Enabled feeds only: each is polled again at once when its
 -- poll time lies ahead of the clock (feeds_to_poll), so what a clock that ran ahead wrote
--- here is gone after one pass.
-SELECT coalesce(max(last_poll_at), '') AS newest FROM feeds WHERE enabled = 1;
+-- here is gone after one pass. With it, the time that last showed the clock wrong, until the
+-- articles stored since are settled (sql/meta.sql: clock_suspect_until): a clock that was
+-- behind stays wrong until it passes that time, or is synchronized.
+SELECT coalesce(max(t), '') AS newest FROM (
+    SELECT max(last_poll_at) AS t FROM feeds WHERE enabled = 1
+    UNION ALL
+    SELECT value FROM meta WHERE key = 'clock_suspect_until'
+) AS times;
 
 -- name: feed_health
 SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,

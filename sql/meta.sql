@@ -48,8 +48,24 @@ INSERT INTO meta (key, value)
 VALUES ('clock_suspect_from', (SELECT CAST(coalesce(max(id), 0) + 1 AS text) FROM news))
 ON CONFLICT (key) DO NOTHING;
 
+-- name: clock_suspect_until
+-- ... and the newest time the database held when the clock was found wrong: a clock that
+-- reads before it is still wrong (sql/feeds.sql: newest_poll), even once every feed has
+-- been polled again at its time. Settling the marked articles at such a clock's time,
+-- still behind, let retention take them for months old once the clock was set right.
+INSERT INTO meta (key, value)
+SELECT 'clock_suspect_until', newest FROM (
+    SELECT coalesce(max(t), '') AS newest FROM (
+        SELECT max(last_poll_at) AS t FROM feeds WHERE enabled = 1
+        UNION ALL
+        SELECT value FROM meta WHERE key = 'clock_suspect_until'
+    ) AS times
+) AS found
+WHERE newest <> ''
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
 -- name: clock_suspect_clear
-DELETE FROM meta WHERE key = 'clock_suspect_from';
+DELETE FROM meta WHERE key IN ('clock_suspect_from', 'clock_suspect_until');
 
 -- name: clock_settle_news
 -- Articles stored under a clock feedsync could not believe (ids from :first_id) take :now,

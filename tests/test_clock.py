@@ -160,6 +160,57 @@ def test_status_says_what_the_clock_is_believed_to_be(
 # ---------------------------------------------------------------- a time service at work
 
 
+def test_a_clock_behind_with_no_time_service_loses_nothing_once_set_right(
+    fs_card: FeedsyncEnv, site: Site, fake_clock: FakeClock
+) -> None:
+    """Found by the emulated Pi's clock phase (tests/pi): a Pi without a time service
+    boots 200 days behind. Its first run finds the clock wrong (before the polls stored)
+    and marks what it stores; the run after believed it (every poll stored was then its
+    own), and the save's retention settled the marked articles at its own time, still
+    200 days behind, and dropped the mark. Once the clock was set right, retention took
+    an article fetched meanwhile for 200 days old and dropped its month from the card.
+    The clock is wrong until it passes the time that showed it wrong, or is synchronized."""
+    if clock.kernel_synchronized():
+        pytest.skip("this machine's kernel says its clock is synchronized: no clock without "
+                    "a time service can be shown here")  # fmt: skip
+    feed = site.feed("f.xml", [Item("Before", site.page("before"), hours(1))])
+    fs_card.configure([feed])
+    fs_card.run("run", env=fake_clock.env())  # the clock right: polls stored now
+
+    fake_clock.set(-timedelta(days=200))  # booted behind, no time service
+    site.feed(
+        "f.xml",
+        [
+            Item("Before", site.url("/articles/before"), hours(1)),
+            Item("Undated", site.page("undated")),
+        ],
+    )
+    fs_card.run("run", env=fake_clock.env())  # wrong: what it stores is marked
+    fs_card.run("run", env=fake_clock.env())  # every poll stored is now its own
+    said = json.loads(fs_card.run("status", "--json", env=fake_clock.env()).stdout)["clock"]
+    assert (said["state"], said["retention"]) == ("wrong", "waits"), said
+
+    # set right by hand a day on (no time service says so): retention is due again
+    fake_clock.set(timedelta(days=1))
+    right = (NOW + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fs_card.run("run", env=fake_clock.env())  # a save, and retention
+
+    fetched = dict(fs_card.query("SELECT title, fetched_at FROM news"))
+    assert set(fetched) == {"Before", "Undated"}
+    assert fetched["Undated"] >= right  # taken as fetched when the clock was right
+    said = json.loads(fs_card.run("status", "--json", env=fake_clock.env()).stdout)["clock"]
+    assert (said["state"], said["retention"]) == ("unknown", "runs"), said
+    assert fs_card.snapshot_path is not None
+    with sqlite3.connect(fs_card.snapshot_path) as card:
+        months = [
+            r[0]
+            for r in card.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if r[0][5:].replace("_", "").isdigit()  # news_YYYY_MM
+        ]
+        titles = {r[0] for m in months for r in card.execute(f"SELECT title FROM {m}")}
+    assert titles == {"Before", "Undated"}, months
+
+
 def _in_a_run_of_its_own(run: Path, command: list[str]) -> list[str]:
     """``command`` with a /run of its own (a mount namespace, a tmpfs) holding ``run``'s
     tree: what a time service shows there, as the real one would."""

@@ -846,9 +846,15 @@ def test_articles_fetched_under_a_clock_not_believed_take_the_believed_clocks_ti
     store.clock_suspect()
     store.clock_suspect()  # the first mark stands
     store.save_article(rows[1], Article(text="At 1970."), None, "1970-01-01T00:05:00Z")
+    # the feed polled again by the clock that is behind: the time that showed it wrong
+    # is still what a clock cannot be before, until the marked articles are settled
+    behind = "2026-05-12T10:00:00Z"
+    store.record_poll(intent(fid, [entry(1), entry(2)], owner="A", now=behind))
+    assert store.newest_poll() == T0
     assert store.clock_settle(LATER) == 1
     fetched = dict(engine.query("SELECT title, fetched_at FROM news"))
     assert fetched == {"Story 1": T0, "Story 2": LATER}
+    assert store.newest_poll() == behind  # settled: the feeds' own times again
     assert store.clock_settle("2026-11-23T10:00:00Z") == 0  # settled: the mark is gone
 
 

@@ -80,6 +80,9 @@ INDEX_CHUNK = 2000  # at most this many a month per save (an upgrade indexes the
 # meta: the first article id fetched under a clock feedsync could not believe, until
 # retention settles it (sql/meta.sql: clock_suspect)
 SUSPECT = "clock_suspect_from"
+# ... and the newest time stored when the clock was found wrong, which a clock must pass
+# before it settles them (sql/meta.sql: clock_suspect_until); back to RAM with a restore
+SUSPECT_UNTIL = "clock_suspect_until"
 
 
 class Saved(NamedTuple):
@@ -205,6 +208,9 @@ class Card:
             if suspect:
                 first = str(min(int(v) for v in suspect))
                 conn.execute(q["meta_set"], {"key": SUSPECT, "value": first})
+            until = [v for v in (live.get(SUSPECT_UNTIL), card.get(SUSPECT_UNTIL)) if v]
+            if until:
+                conn.execute(q["meta_set"], {"key": SUSPECT_UNTIL, "value": max(until)})
             return Saved(True, seq + 1, live["content_version"], now, articles, indexed, "written")
 
         with file_lock(lock_path(self.path)):
@@ -313,7 +319,7 @@ class Card:
                     sql("card_month_settle", month), {"first_id": first, "now": now}
                 ).fetchall()
                 settled.update(int(row[0]) for row in rows)
-            conn.execute("DELETE FROM meta WHERE key = ?", (SUSPECT,))
+            conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (SUSPECT, SUSPECT_UNTIL))
             return settled
 
         with file_lock(lock_path(self.path)):

@@ -80,7 +80,11 @@ class SQLArticleQueue(SQLCore):
         )
 
     def clock_suspect(self) -> None:
-        self._write(lambda conn: self._exec(conn, "clock_suspect"))
+        def work(conn: Connection) -> None:
+            self._exec(conn, "clock_suspect")
+            self._exec(conn, "clock_suspect_until")
+
+        self._write(work)
 
     def clock_suspect_from(self) -> str | None:
         """The first article id stored under a clock that could not be believed, not
