@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from feedsync import timestamps
+from feedsync import heap, timestamps
 from feedsync.config import StorageConfig
 from feedsync.records import (
     SnapshotResult,
@@ -113,6 +113,9 @@ class SQLiteSaving(SQLStorage):
         if saved.written or adopted:
             self._evict(now)
         self._retention(now, due_only=True)
+        # the save's transient memory (journal pages, FTS5 merges, sorts) back to the
+        # system, not stranded in the heap: a daemon's RSS stays flat (feedsync.heap)
+        heap.give_back()
         return SnapshotResult(
             saved.written,
             str(self.card_path),
