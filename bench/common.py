@@ -31,7 +31,7 @@ class Params:
     entries: int = 50  # M per feed
     articles: int = 100  # K, scenario 3
     concurrency: int = 8  # [poll] concurrency = per_host; reader's update workers
-    workers: int = 2  # [extract] workers
+    workers: int | str = "auto"  # [extract] workers: feedsync's default, sized to the machine
     daemons: int = 5  # scenario 4: daemons run side by side, one "run" each
     daemon_feeds: int = 10
     daemon_polls: int = 96  # polls per feed: a day at one poll every 15 minutes

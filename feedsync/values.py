@@ -49,6 +49,17 @@ def positive_int(value: Any) -> int:
     return value
 
 
+def workers(value: Any) -> int | str:
+    """``[extract] workers``: a number of processes, or "auto", sized to the board when
+    extraction starts (feedsync.extract.auto_workers; not imported here, so reading the
+    config stays cheap)."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'expected "auto" or a whole number of at least 1, got {value!r}')
+    return value
+
+
 def boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")

@@ -168,6 +168,25 @@ def test_cli_reports_broken_toml_and_a_missing_file(fs: FeedsyncEnv) -> None:
     assert done.stderr == expected
 
 
+def test_extraction_workers_are_auto_by_default_and_a_number_still_works() -> None:
+    """``[extract] workers`` was a number before "auto" became the default: a config
+    that says 2 keeps its 2."""
+    assert config.from_dict({}).extract.workers == "auto"
+    assert config.from_dict({"extract": {"workers": "auto"}}).extract.workers == "auto"
+    assert config.from_dict({"extract": {"workers": 2}}).extract.workers == 2
+
+
+@pytest.mark.parametrize("value", [0, -1, "two", "AUTO", "", 1.5, True, [2]])
+def test_a_bad_number_of_workers_is_one_line_naming_the_key_and_the_value(value: object) -> None:
+    with pytest.raises(ConfigError) as error:
+        config.from_dict({"extract": {"workers": value}}, source=Path("/etc/feedsync/f.toml"))
+    message = str(error.value)
+    assert message == (
+        f'/etc/feedsync/f.toml: extract.workers: expected "auto" or a whole number of at '
+        f"least 1, got {value!r}"
+    )
+
+
 def test_per_host_may_exceed_one_pollers_concurrency() -> None:
     """per_host is the cap over every poller on the database: four pollers of
     concurrency 8 may well share 16 requests to one host."""

@@ -11,6 +11,7 @@ import signal
 import statistics
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +19,12 @@ import sitegen
 from conftest import corpus_or_skip, wait_until
 
 from feedsync.extract import (
+    Board,
     ExtractError,
     Extractor,
     _deadline,
     _PageTimeout,
+    auto_workers,
     extract_html,
     worker_processes,
 )
@@ -130,6 +133,68 @@ def test_the_worker_pool_extracts_pages_side_by_side() -> None:
     texts = asyncio.run(main())
     for slug, text in texts.items():
         assert sitegen.prose(slug)[0] in text
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("ram", "cores", "workers"),
+    [
+        (427 * 2**20, 4, 1),  # a Pi Zero 2 W: 512 MB, MemTotal ~427 MiB
+        (906 * 2**20, 4, 1),  # a Pi 3: 1 GB, MemTotal ~906 MiB
+        (906 * 2**20, 1, 1),
+        (int(1.8 * GIB), 4, 1),  # a 2 GB Pi 4
+        (int(3.7 * GIB), 4, 2),  # a 4 GB Pi 4: counted as its nominal 4 GB
+        (int(3.7 * GIB), 1, 1),  # ... with one core left to this process
+        (int(3.7 * GIB), 2, 1),  # ... or two: one is the poller's
+        (int(7.7 * GIB), 4, 3),  # an 8 GB Pi 4 or 5: its cores but one
+        (int(23.5 * GIB), 2, 1),  # the bench's VM
+        (64 * GIB, 16, 15),
+        (0, 4, 1),  # RAM unknown: one
+    ],
+)
+def test_auto_gives_one_worker_per_2_gb_and_a_core_to_the_poller(
+    ram: int, cores: int, workers: int
+) -> None:
+    """The rule documented for ``[extract] workers = "auto"`` (README, Configuration)."""
+    assert auto_workers(Board(ram, cores)) == workers
+
+
+def test_auto_is_sized_to_this_machine_and_a_number_is_kept() -> None:
+    board = Board.this_one()
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    total_kib = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1])
+    assert board.ram_bytes == total_kib * 1024
+    assert board.cores == len(os.sched_getaffinity(0))
+    assert Extractor("auto", timeout=30).workers == auto_workers(board)
+    assert Extractor(3, timeout=30).workers == 3
+
+
+def test_a_worker_is_recycled_after_its_pages_and_no_page_is_lost() -> None:
+    """A worker ends after ``tasks_per_worker`` pages (it bounds what trafilatura's and
+    lxml's caches may gather) and the pool starts another: every page still comes back
+    extracted, in the worker processes that followed one another."""
+    pages = {f"page-{n}": sitegen.article_page(f"Title {n}", seed=f"page-{n}") for n in range(7)}
+
+    async def main() -> tuple[dict[str, str], set[int]]:
+        extractor = Extractor(workers=1, timeout=30, tasks_per_worker=3)
+        pids: set[int] = set()
+        texts: dict[str, str] = {}
+        try:
+            for slug, html in pages.items():
+                texts[slug] = (await extractor.extract(html.encode(), f"https://e.com/{slug}")).text
+                assert extractor._pool is not None
+                pids |= {p.pid for p in worker_processes(extractor._pool) if p.pid is not None}
+        finally:
+            extractor.close()
+        return texts, pids
+
+    texts, pids = asyncio.run(main())
+    assert texts.keys() == pages.keys()
+    for slug, text in texts.items():
+        assert sitegen.prose(slug)[0] in text
+    assert len(pids) == 3, pids  # 7 pages, 3 a worker: three workers in turn
 
 
 def test_a_stuck_pools_workers_can_be_found_to_kill() -> None:

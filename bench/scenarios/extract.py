@@ -30,6 +30,7 @@ its own start-up line, not per article. The fixed part is reported on its own ro
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from pathlib import Path
 from bench.common import Bench, Result, copy_database
 from bench.measure import BenchError, Cost, last_json, measure
 from bench.world import World, corpus_pages, write_lines
+from feedsync.extract import resolve_workers
 
 # the RunStats counters of an article that was fetched and extracted, whatever came of it
 DONE = ("extracted", "extract_failed", "gone", "duplicates")
@@ -140,7 +142,8 @@ def run(bench: Bench) -> tuple[Result, list[Side], list[Side]]:
     result = Result(
         3,
         f"Extraction: fetch + extract {k} new articles",
-        f"`feedsync run` (extraction stage; {p.workers} workers, concurrency {p.concurrency})",
+        f"`feedsync run` (extraction stage; `[extract] workers = {json.dumps(p.workers)}`: "
+        f"{resolve_workers(p.workers)} here, concurrency {p.concurrency})",
         "sequential httpx GET + trafilatura.extract (same options)",
     )
     result.row("wall time", "s", [s.work.wall for s in ours], [s.work.wall for s in theirs])
@@ -224,7 +227,12 @@ def _median_kb(world: World) -> float:
 
 
 def _feedsync(
-    bench: Bench, world: World, template: Path, rep: int, workers: int, k: int | None = None
+    bench: Bench,
+    world: World,
+    template: Path,
+    rep: int,
+    workers: int | str,
+    k: int | None = None,
 ) -> Side:
     """``k``: the articles staged in ``template`` (default: all of the world's)."""
     k = len(world.articles) if k is None else k

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from feedsync import clock, timestamps
+from feedsync import clock, heap, timestamps
 from feedsync.clock import Sync
 from feedsync.config import StorageConfig
 from feedsync.records import (
@@ -117,6 +117,9 @@ class SQLiteSaving(SQLStorage):
         if saved.written or adopted:
             self._evict(now)
         self._retention(now, due_only=True)
+        # the save's transient memory (journal pages, FTS5 merges, sorts) back to the
+        # system, not stranded in the heap: a daemon's RSS stays flat (feedsync.heap)
+        heap.give_back()
         return SnapshotResult(
             saved.written,
             str(self.card_path),
