@@ -19,7 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpubench import loop
 
-PHASES = {1: "install", 2: "reboot", 3: "powercut", 4: "after"}
+PHASES = {1: "install", 2: "reboot", 3: "clock", 4: "powercut", 5: "after"}
+
+
+def mark(work: Path, name: str) -> float | None:
+    """When the guest said NAME (GET /control/mark/NAME), by the host's clock."""
+    path = work / "world" / f"mark-{name}"
+    return float(path.read_text()) if path.exists() else None
 
 
 def main() -> int:
@@ -64,19 +70,19 @@ def main() -> int:
                         "boot + job + power-off",
                     )
                 )
-    cut = work / "phase3" / "run.txt"
+    cut = work / "phase4" / "run.txt"
     cut_line = [x for x in cut.read_text().splitlines() if "power cut" in x] if cut.exists() else []
     verdict(
         bool(cut_line),
-        "3-powercut/plug-pulled",
+        "4-powercut/plug-pulled",
         cut_line[0] if cut_line else "no power cut happened",
     )
-    state = work / "phase3" / "state.log"
+    state = work / "phase4" / "state.log"
     if state.exists() and state.read_text().strip():
         last = state.read_text().strip().splitlines()[-1]
         figures.append(
             (
-                "3/state_at_cut",
+                "4/state_at_cut",
                 "'" + last.replace(" ", ";") + "'",
                 "-",
                 "the guest's last record before the plug was pulled (every 3 s)",
@@ -114,28 +120,77 @@ def main() -> int:
                 f"{sum(r['status'] == 304 for r in feed_hits)} answered 304",
             )
         )
+    # the SD-card window of phase 2: the polls in it, from the guest's marks
+    start, end = mark(work, "sd-window-start"), mark(work, "sd-window-end")
+    if start and end:
+        window = [r for r in requests if r["path"].startswith("/feeds/") and start <= r["t"] <= end]
+        feeds = len(world["feeds"])
+        verdict(
+            len(window) >= feeds * int((end - start) // 120),
+            "server/sd-window-holds-polls",
+            f"({len(window)} feed GETs in the {end - start:.0f} s window, "
+            f"{sum(r['status'] == 304 for r in window)} answered 304; {feeds} feeds polled "
+            "once a minute at most)",
+        )
+        figures.append(
+            (
+                "server/sd_window_feed_requests",
+                str(len(window)),
+                "-",
+                "feed GETs between the guest's marks around phase 2's SD-card window",
+            )
+        )
     counts = Counter(total[p] for p in wave[1])
     verdict(set(counts) == {1}, "server/wave1-never-fetched-again", f"(whole run: {dict(counts)})")
     if 3 in spans:
         counts2 = Counter(total[p] for p in wave[2])
-        again = [p for p in wave[2] if total[p] > 1]
         verdict(
-            min(counts2) >= 1 and max(counts2) <= 2,
+            set(counts2) == {1},
+            "server/clock-wave-fetched-once",
+            f"(wave 2, fetched while the clock was behind: {dict(counts2)})",
+        )
+        corrected = mark(work, "clock-corrected")
+        feed_times = (r["t"] for r in requests if r["path"].startswith("/feeds/"))
+        after = sorted(t for t in feed_times if t > (corrected or 0))
+        delay = after[0] - corrected if corrected and after else None
+        # the daemon's tick is 15 s and each feed is due at most a minute after its last
+        # poll: polls go on within one poll interval of the correction, not 200 days later
+        verdict(
+            delay is not None and delay <= 75,
+            "server/polling-goes-on-after-correction",
+            f"(first feed GET {delay:.1f} s after the clock was corrected)"
+            if delay is not None
+            else "(no feed GET after the correction)",
+        )
+        if delay is not None:
+            figures.append(
+                (
+                    "3/first_poll_after_correction_seconds",
+                    f"{delay:.1f}",
+                    "s",
+                    "from the guest's clock-corrected mark to the next feed GET (server log)",
+                )
+            )
+    if 4 in spans:
+        counts3 = Counter(total[p] for p in wave[3])
+        again = [p for p in wave[3] if total[p] > 1]
+        verdict(
+            min(counts3) >= 1 and max(counts3) <= 2,
             "server/powercut-loss-bounded",
-            f"(wave 2, {len(wave[2])} pages: fetched n times -> pages {dict(counts2)}; "
+            f"(wave 3, {len(wave[3])} pages: fetched n times -> pages {dict(counts3)}; "
             f"{len(again)} fetched again after the cut: extracted after the last snapshot)",
         )
         figures.append(
             (
-                "4/articles_fetched_again_after_cut",
+                "5/articles_fetched_again_after_cut",
                 str(len(again)),
                 "-",
-                "wave-2 pages the server served twice",
+                "wave-3 pages the server served twice",
             )
         )
-    if 4 in spans:
-        counts3 = Counter(total[p] for p in wave[3])
-        verdict(set(counts3) == {1}, "server/cron-wave-fetched-once", f"(wave 3: {dict(counts3)})")
+    if 5 in spans:
+        counts4 = Counter(total[p] for p in wave[4])
+        verdict(set(counts4) == {1}, "server/cron-wave-fetched-once", f"(wave 4: {dict(counts4)})")
     not_modified = sum(1 for r in requests if r["status"] == 304)
     figures.append(
         ("server/requests", str(len(requests)), "-", f"all requests; {not_modified} answered 304")

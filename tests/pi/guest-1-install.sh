@@ -57,7 +57,7 @@ figure ready_seconds_restart "$(ready_seconds)" s "ExecMainStart to READY after 
 (
     # RSS of the daemon and its extraction workers, every second, until told to stop
     while [ ! -e /tmp/stop-sampler ]; do
-        echo "$(date +%s) $(cg_rss_kb) $(rss_kb "$(main_pid)") $(cg_nprocs)"
+        echo "$(date +%s) $(cg_rss_kb) $(rss_kb "$(main_pid)") $(cg_nprocs) $(cg_pss_kb)"
         sleep 1
     done
 ) >"$OUT/rss-samples.txt" 2>/dev/null &
@@ -79,6 +79,11 @@ figure rss_idle_kb "$(rss_kb "$(main_pid)")" kB "VmRSS of the daemon, queue empt
 figure rss_peak_kb "$(awk 'BEGIN { m = 0 } $2 > m { m = $2 } END { print m }' "$OUT/rss-samples.txt")" kB \
     "largest sum of VmRSS over the daemon and its workers, sampled every second during the first pass"
 figure rss_peak_daemon_kb "$(awk '/^VmHWM/ { print $2 }' "/proc/$(main_pid)/status")" kB "VmHWM of the daemon process itself"
+figure pss_peak_kb "$(awk 'BEGIN { m = 0 } $5 > m { m = $5 } END { print m }' "$OUT/rss-samples.txt")" kB \
+    "largest sum of PSS (smaps_rollup) over the daemon and its workers, sampled every second during the first pass"
+figure mem_total_kb "$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)" kB "the guest's MemTotal (a 1 GB board)"
+figure extract_workers_auto "$(/opt/feedsync/venv/bin/python -c 'from feedsync.extract import Board, auto_workers; print(auto_workers(Board.this_one()))' 2>&1 | tail -1)" - \
+    "extraction workers [extract] workers = \"auto\" (the default) gives this board"
 figure peak_processes "$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$OUT/rss-samples.txt")" - "most processes in the service cgroup at once"
 
 feedsync status >"$OUT/status.txt" 2>&1

@@ -1,13 +1,13 @@
 #!/bin/bash
-# Phase 4 (boot after the power cut): the snapshot passes integrity_check, the service
+# Phase 5 (boot after the power cut): the snapshot passes integrity_check, the service
 # starts, after one poll the news set is complete (item 4). Then item 5: install.sh again
 # upgrades in place keeping data and config; --uninstall leaves no unit; --cron works
 # with the service gone (a new wave fetched by a cron run).
 set -u
 # shellcheck source=/dev/null
 . /pijob/files/src/tests/pi/guest-lib.sh
-log "phase 4: after the power cut"
-want=$(expected 2)
+log "phase 5: after the power cut"
+want=$(expected 3)
 
 # ---------------------------------------------------------------- 4. after the cut
 ls -la /var/lib/feedsync/ >"$OUT/state-dir.txt" 2>&1
@@ -64,9 +64,9 @@ verdict cron-no-service "$([ -e /etc/cron.d/feedsync ] && [ ! -e /etc/systemd/sy
 check cron-daemon-active systemctl is-active cron
 cat /etc/cron.d/feedsync
 snap0=$(stat -c %Y /var/lib/feedsync/feedsync.db)
-log "$(wave 3)"
+log "$(wave 4)"
 t0=$(now)
-check cron-fetches-new-wave wait_articles "$(expected 3)" 900
+check cron-fetches-new-wave wait_articles "$(expected 4)" 900
 figure cron_wave_seconds "$(since "$t0")" s "new wave published to its articles in news, by cron runs (every 5 min)"
 sleep 20  # the run that extracted them ends with a snapshot
 snap1=$(stat -c %Y /var/lib/feedsync/feedsync.db)

@@ -72,6 +72,9 @@ expected() {  # articles once wave $1 is out
     python3 -c "import json, sys; print(json.load(open('$FILES/world/world.json'))['expected'][sys.argv[1]])" "$1"
 }
 
+world_time() { python3 -c "import urllib.request, sys; print(urllib.request.urlopen(sys.argv[1]).read().decode().strip())" "$WORLD/control/time"; }
+mark() { python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1]).read()" "$WORLD/control/mark/$1"; }
+
 wave() { python3 -c "import urllib.request, sys; print(urllib.request.urlopen(sys.argv[1]).read().decode().strip())" "$WORLD/control/wave/$1"; }
 
 # wait_articles N SECONDS: until N articles and an empty queue; 0 if reached
@@ -102,6 +105,14 @@ rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; 
 cg_rss_kb() {  # RSS of every process of the service (daemon + extraction workers)
     local pid total=0
     while read -r pid; do total=$((total + $(rss_kb "$pid"))); done <"$CG/cgroup.procs"
+    echo "$total"
+}
+cg_pss_kb() {  # PSS of every process of the service (shared pages split among them)
+    local pid total=0 pss
+    while read -r pid; do
+        pss=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null)
+        total=$((total + ${pss:-0}))
+    done <"$CG/cgroup.procs"
     echo "$total"
 }
 cg_nprocs() { wc -l <"$CG/cgroup.procs"; }

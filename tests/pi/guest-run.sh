@@ -11,6 +11,9 @@
 #     --cut-when FILE --cut-within SECONDS
 #                   power cut: once FILE exists on the host, wait a random 0..SECONDS,
 #                   then kill -9 qemu (no shutdown, no sync: the plug pulled)
+#     --rtc-base DATE
+#                   the emulated board's real-time clock starts at DATE (UTC, as qemu's
+#                   -rtc base=), not the host's time: the guest boots with its clock wrong
 #
 # The script runs with CWD /pijob, as root, via the image's pi-emu-job.service. Anything
 # it writes to /pijob/out/ comes back in the results dir: job.log, exit-code,
@@ -28,6 +31,7 @@ limit=1800
 snap=on
 cut_when=
 cut_within=0
+rtc_base=
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) out=$2; shift ;;
@@ -36,13 +40,14 @@ while [ $# -gt 0 ]; do
         --persist) snap=off ;;
         --cut-when) cut_when=$2; shift ;;
         --cut-within) cut_within=$2; shift ;;
-        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+        --rtc-base) rtc_base=$2; shift ;;
+        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 1 ;;
         *) break ;;
     esac
     shift
 done
-[ $# -eq 1 ] || { echo "usage: $0 [-o DIR] [-f DIR] [-t SECONDS] [--persist] [--cut-when FILE --cut-within SECONDS] SCRIPT" >&2; exit 1; }
+[ $# -eq 1 ] || { echo "usage: $0 [-o DIR] [-f DIR] [-t SECONDS] [--persist] [--cut-when FILE --cut-within SECONDS] [--rtc-base DATE] SCRIPT" >&2; exit 1; }
 script=$1
 for f in "$IMG" "$KERNEL" "$INITRD" "$script"; do [ -f "$f" ] || { echo "missing $f" >&2; exit 1; }; done
 
@@ -65,6 +70,7 @@ mapfile -t args < <(qemu_base_args "$KERNEL_CMDLINE_BASE pi_emu_job=1")
 args+=(-drive "if=none,file=$IMG,format=raw,id=hd,snapshot=$snap" -device virtio-blk-device,drive=hd
     -fsdev "local,id=fs0,path=$job,security_model=none" -device virtio-9p-device,fsdev=fs0,mount_tag=pijob
     -serial "file:$out/console.log")
+[ -z "$rtc_base" ] || args+=(-rtc "base=$rtc_base")
 
 t0=$(date +%s.%N)
 qemu-system-arm "${args[@]}" &

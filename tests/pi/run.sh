@@ -9,17 +9,21 @@
 # dir (default $PI_EMU_DIR/proof-<time>). Takes about an hour on two host cores.
 #
 # On the host: tests/pi/world.py serves a generated news site on 127.0.0.1:PORT (the
-# guest's http://10.0.2.2:PORT) and counts every request. In the guest, four boots:
+# guest's http://10.0.2.2:PORT) and counts every request. In the guest, five boots:
 #   1 install   fresh image: ./install.sh, service active + verify + READY, the feeds land
-#               in news, figures (RSS, CPU, snapshot), stop writes the snapshot; clean power-off
+#               in news, figures (RSS, PSS, CPU, snapshot), stop writes the snapshot;
+#               clean power-off
 #   2 reboot    live database restored from the snapshot, nothing fetched again; bytes
 #               written to the "SD card" while the daemon polls
-#   3 powercut  a new wave of articles; once staged, kill -9 of qemu at a random instant
-#   4 after     snapshot integrity, service up, news complete after one poll; install.sh
+#   3 clock     booted with the board's clock CLOCK_BEHIND_DAYS behind (qemu -rtc base=),
+#               a new wave fetched meanwhile, then the clock corrected: nothing lost,
+#               polling goes on at once, nothing pruned early
+#   4 powercut  a new wave of articles; once staged, kill -9 of qemu at a random instant
+#   5 after     snapshot integrity, service up, news complete after one poll; install.sh
 #               again (upgrade), --uninstall, --cron with the service gone
 # then tests/pi/check.py prints PASS/FAIL per check (the guest's and the server's) and the
 # figures, also written to WORK/summary.txt. Exit status 0 when everything passed.
-# --from PHASE resumes an earlier run's work dir at that phase (1-4, or 5 = checks only).
+# --from PHASE resumes an earlier run's work dir at that phase (1-5, or 6 = checks only).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,6 +37,7 @@ port=${PORT:-18080}
 world_pid=
 SD_WINDOW=${SD_WINDOW:-600}   # seconds of polling over which the card's writes are counted
 CUT_WITHIN=${CUT_WITHIN:-180} # the power cut falls 0..this many seconds after the daemon staged the new wave
+CLOCK_BEHIND_DAYS=${CLOCK_BEHIND_DAYS:-200} # the guest's clock at the clock phase's boot (> retention's 90 days)
 
 say() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
@@ -89,7 +94,7 @@ main() {
             --work) work=$2; shift ;;
             --from) from=$2; shift ;;
             --port) port=$2; shift ;;
-            -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+            -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
             *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
         esac
         shift
@@ -113,9 +118,10 @@ main() {
     fi
     phase 1 install -t 5400
     phase 2 reboot -t $((1800 + SD_WINDOW))
+    phase 3 clock -t 2400 --rtc-base "$(date -u -d "-$CLOCK_BEHIND_DAYS days" +%Y-%m-%dT%H:%M:%S)"
     rm -f "$work/world/mark-armed"
-    phase 3 powercut -t 1800 --cut-when "$work/world/mark-armed" --cut-within "$CUT_WITHIN"
-    phase 4 after -t 3600
+    phase 4 powercut -t 1800 --cut-when "$work/world/mark-armed" --cut-within "$CUT_WITHIN"
+    phase 5 after -t 3600
     stop_world
     world_pid=
     echo "$(($(date +%s) - t0))" >"$work/run-seconds"

@@ -7,7 +7,9 @@ link in the feeds points at http://10.0.2.2:PORT. Six category feeds (RSS 2.0, A
 RSS 1.0/RDF) carry overlapping articles: a third of them are in two feeds, some in three,
 one under a tracking parameter. Articles arrive in waves: wave 1 at start, the next ones
 when ``GET /control/wave/N`` (from the guest or run.sh) says so; ``GET /control/mark/NAME``
-writes DIR/mark-NAME (the guest telling run.sh "now", e.g. to arm the power cut).
+writes DIR/mark-NAME (the guest telling run.sh "now", e.g. to arm the power cut);
+``GET /control/time`` answers the host's clock (seconds since the epoch): the time the
+guest sets when its clock is "corrected", as NTP would.
 
 Every request is appended to DIR/requests.jsonl (time, path, status) and the per-path
 counters are dumped to DIR/hits.json, so the checks can say "each article page was
@@ -181,6 +183,8 @@ class World:
         elif len(parts) == 3 and parts[1] == "mark" and parts[2].isidentifier():
             (self.state / f"mark-{parts[2]}").write_text(f"{time.time():.3f}\n")
             answer = f"mark {parts[2]}\n"
+        elif parts == ["control", "time"]:
+            answer = f"{time.time():.3f}\n"
         body = answer.encode()
         request.send_response(200)
         request.send_header("Content-Type", "text/plain")
