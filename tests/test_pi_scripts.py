@@ -26,7 +26,8 @@ def test_the_tier_is_there() -> None:
     names = {p.name for p in SCRIPTS}
     assert {"run.sh", "guest-run.sh", "common.sh", "guest-lib.sh"} <= names
     assert {
-        f"guest-{n}" for n in ("1-install.sh", "2-reboot.sh", "3-powercut.sh", "4-after.sh")
+        f"guest-{n}"
+        for n in ("1-install.sh", "2-reboot.sh", "3-clock.sh", "4-powercut.sh", "5-after.sh")
     } <= names
 
 
@@ -76,6 +77,9 @@ def test_world_server(tmp_path: Path) -> None:
         assert "story-024" in urllib.request.urlopen(f"{local}/feeds/politics.xml").read().decode()
         urllib.request.urlopen(f"{local}/control/mark/armed").read()
         assert (state / "mark-armed").exists()
+        # the host's clock, which the guest's clock phase sets its own to
+        said = float(urllib.request.urlopen(f"{local}/control/time").read())
+        assert abs(said - time.time()) < 5
         hits = json.loads((state / "hits.json").read_text())
         assert hits["/news/story-003.html"] == 1
         assert hits["/feeds/politics.xml"] == 3
@@ -110,3 +114,64 @@ def test_check_reads_a_work_dir(tmp_path: Path) -> None:
     assert "PASS server/wave1-never-fetched-again" in result.stdout
     assert "FAIL 2-reboot/results the phase left no results" in result.stdout
     assert "1/install_seconds = 12.3 s    # wall time of install.sh" in result.stdout
+
+
+def full_run(work: Path, *, poll_after_correction: bool) -> subprocess.CompletedProcess[str]:
+    """A work dir of all five phases passing in the guest; the server's log holds what
+    check.py decides from: the SD window's polls, each wave's pages, the first poll
+    after the clock phase's correction (when ``poll_after_correction``)."""
+    world = work / "world"
+    world.mkdir(parents=True)
+    pages = {str(w): [f"/news/story-{w}{i}.html" for i in range(2)] for w in range(1, 5)}
+    feeds = [f"http://10.0.2.2:1/feeds/f{i}.xml" for i in range(2)]
+    (world / "world.json").write_text(json.dumps({"pages": pages, "feeds": feeds}))
+    spans = {1: (0, 100), 2: (100, 1000), 3: (1000, 2000), 4: (2000, 3000), 5: (3000, 4000)}
+    log = [(10.0, p, 200) for p in pages["1"]]
+    log += [(200.0 + 60 * n, f"/feeds/f{i}.xml", 304) for n in range(10) for i in range(2)]
+    log += [(1100.0, p, 200) for p in pages["2"]]
+    log += [(1500.0 + 40, "/feeds/f0.xml", 304)] if poll_after_correction else []
+    log += [(2100.0, p, 200) for p in pages["3"]] + [(3100.0, p, 200) for p in pages["4"]]
+    (world / "requests.jsonl").write_text(
+        "".join(json.dumps({"t": t, "path": p, "status": s}) + "\n" for t, p, s in log)
+    )
+    for name, t in (
+        ("sd-window-start", 190.0),
+        ("sd-window-end", 790.0),
+        ("clock-corrected", 1500.0),
+    ):
+        (world / f"mark-{name}").write_text(f"{t}\n")
+    phases = ["install", "reboot", "clock", "powercut", "after"]
+    lines = []
+    for n, name in enumerate(phases, 1):
+        lines += [f"{n} {name} start {spans[n][0]}", f"{n} {name} end {spans[n][1]} 0"]
+        (work / f"phase{n}").mkdir()
+        (work / f"phase{n}" / "results.txt").write_text(f"CHECK PASS {name}-ok (fine)\n")
+    (work / "phases.txt").write_text("\n".join(lines) + "\n")
+    (work / "phase4" / "run.txt").write_text("power cut: kill -9 of qemu 3.2 s after mark-armed\n")
+    return subprocess.run(
+        [sys.executable, str(PI / "check.py"), str(work)], capture_output=True, text=True
+    )
+
+
+def test_check_counts_the_window_polls_and_the_poll_after_the_clock_is_corrected(
+    tmp_path: Path,
+) -> None:
+    """Phase 2's "10 minutes of polling" is the server's count of feed GETs between the
+    guest's marks (the daemon logs a pass with nothing new at debug level only: the
+    journal said 0); the clock phase passes when a feed is polled within 75 s of the
+    correction."""
+    done = full_run(tmp_path / "polled", poll_after_correction=True)
+    assert done.returncode == 0, done.stdout
+    assert "PASS server/sd-window-holds-polls (20 feed GETs in the 600 s window, 20 answered" in (
+        done.stdout
+    )
+    assert "PASS server/polling-goes-on-after-correction (first feed GET 40.0 s after" in (
+        done.stdout
+    )
+    assert "PASS server/clock-wave-fetched-once" in done.stdout
+    assert "PASS server/cron-wave-fetched-once (wave 4: {1: 2})" in done.stdout
+    stalled = full_run(tmp_path / "stalled", poll_after_correction=False)
+    assert stalled.returncode == 1
+    assert "FAIL server/polling-goes-on-after-correction (no feed GET after the correction)" in (
+        stalled.stdout
+    )
