@@ -17,11 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from feedsync import values
 from feedsync.identity import AUTO
 from feedsync.values import database_url, parse_duration
+
+if TYPE_CHECKING:
+    from feedsync.records import ListedFeed
 
 __all__ = ["database_url", "parse_duration"]  # re-exported: the CLI reads both
 
@@ -147,6 +150,11 @@ class FeedConfig:
     url: str = _key(values.feed_url)
     # "url+title": no revision/duplicate heuristics for this feed
     identity: str = _key(values.identity_mode, AUTO)
+    # the owner's name for it, shown instead of the feed's own title
+    title: str | None = _key(values.one_line, None)
+    # its folder, "News/World" (a "/" with a space beside it, or written "\/", is part
+    # of a name: feedsync.opml.folders); an OPML export's folders
+    category: str | None = _key(values.one_line, None)
 
 
 @dataclass(frozen=True)
@@ -383,22 +391,32 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
     )
 
 
-def feed_identities(config: Config) -> dict[str, str]:
-    """The config file's feeds, canonical URL -> identity mode; a URL that has no
-    canonical form is an error naming its key."""
+def config_feeds(config: Config) -> dict[str, ListedFeed]:
+    """The config file's feeds, canonical URL -> what the file says of it (identity mode,
+    title, category); a URL that has no canonical form is an error naming its key. A URL
+    listed twice (two spellings of it) is an error too: which title would it take?"""
     from feedsync.canonical import canonical_url  # w3lib: only when feeds are read
+    from feedsync.records import ListedFeed
 
-    found: dict[str, str] = {}
+    found: dict[str, ListedFeed] = {}
+    first: dict[str, int] = {}
     for index, feed in enumerate(config.feeds):
         url = canonical_url(feed.url)
         if url is None:
             raise ConfigError(
                 f"{config.source}: feeds[{index}].url: not a usable http(s) URL: {feed.url!r}"
             )
-        found.setdefault(url, feed.identity)
+        said = ListedFeed(feed.identity, feed.title, feed.category)
+        if url in found and found[url] != said:
+            raise ConfigError(
+                f"{config.source}: feeds[{index}]: the feed of feeds[{first[url]}] ({url}) "
+                "again, with another identity, title or category: keep one of them"
+            )
+        first.setdefault(url, index)
+        found.setdefault(url, said)
     return found
 
 
 def feed_urls(config: Config) -> list[str]:
-    """The config file's feeds, canonical (see :func:`feed_identities`)."""
-    return list(feed_identities(config))
+    """The config file's feeds, canonical (see :func:`config_feeds`)."""
+    return list(config_feeds(config))

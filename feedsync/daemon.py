@@ -149,7 +149,7 @@ class Daemon:
             signal.signal(signum, self._on_stop_signal)
         signal.signal(signal.SIGHUP, self._on_reload_signal)
 
-        urls = config_module.feed_identities(self.config)
+        urls = config_module.config_feeds(self.config)
         self.storage = self._open_when_reachable()
         if self.storage is None:  # stopped while waiting for the database
             self.notifier.close()
@@ -519,7 +519,7 @@ class Daemon:
         assert self.storage is not None
         try:
             fresh = config_module.load(self.config_file)
-            urls = config_module.feed_identities(fresh)
+            urls = config_module.config_feeds(fresh)
         except ConfigError as exc:
             log.error("reload: the config has an error, keeping the previous one: %s", exc)
             return

@@ -233,12 +233,21 @@ class FailureOutcome(NamedTuple):
     error: str
 
 
+class ListedFeed(NamedTuple):
+    """What the config file says of one of its feeds beside its URL ([[feeds]]): its
+    identity mode, and the title and folder its owner gave it (None: none given)."""
+
+    identity: str = "auto"  # feedsync.identity.AUTO
+    title: str | None = None
+    category: str | None = None
+
+
 class FeedHealth(NamedTuple):
     """One line of ``feedsync feeds``."""
 
     id: int
     url: str
-    title: str | None
+    title: str | None  # what it is called: its owner's title for it, else its own
     enabled: bool
     disabled_reason: str | None
     origin: str
@@ -260,6 +269,8 @@ class FeedHealth(NamedTuple):
     articles_given_up_week: int = 0
     articles_extracted_week: int = 0
     articles_last_error: str | None = None  # the newest failing or given-up one's reason
+    feed_title: str | None = None  # the feed's own title (None until a poll gives one)
+    user_title: str | None = None  # the title its owner gave it ([[feeds]] title, add --title)
 
     @property
     def articles_in_trouble(self) -> bool:

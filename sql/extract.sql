@@ -35,8 +35,9 @@ SELECT f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_
 SELECT title FROM news_summary_all WHERE id = :id OR revision_of = :id ORDER BY id DESC LIMIT 1;
 
 -- name: extract_feed_title_of
--- ... and the title of the first feed that carried it.
-SELECT f.title
+-- ... and the name of the first feed that carried it: the owner's title for it, else
+-- its own (the article keeps the name its feed had when it was fetched).
+SELECT coalesce(f.user_title, f.title) AS title
   FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_id
  WHERE fe.summary_id = :id
  ORDER BY fe.first_seen_at, fe.feed_id

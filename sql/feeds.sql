@@ -3,20 +3,23 @@
 -- "-- name: <name>" line and is one statement with :named parameters.
 
 -- name: feed_insert
--- A new feed; an existing URL is left alone (RETURNING then gives no row).
-INSERT INTO feeds (url, origin, added_at, category, title)
+-- A new feed (:title: the owner's, user_title); an existing URL is left alone (RETURNING
+-- then gives no row).
+INSERT INTO feeds (url, origin, added_at, category, user_title)
 VALUES (:url, :origin, :now, :category, :title)
 ON CONFLICT (url) DO NOTHING
 RETURNING id;
 
 -- name: feeds_insert_config
 -- The config file's feeds new to the database, in ONE statement (:feeds, a JSON array
--- of [url, identity] in the file's order, which the ids follow): a statement per feed
+-- of [url, identity, title, category] in the file's order, which the ids follow; title
+-- and category null when the file gives none): a statement per feed
 -- was a round trip each on PostgreSQL, at every start with a new config. RETURNING names
 -- the rows this statement created; a URL another process added meanwhile is left alone
 -- (feedsync/storage/sql_feeds.py looks at it again).
-INSERT INTO feeds (url, origin, added_at, identity)
-SELECT json_extract(value, '$[0]'), 'config', :now, json_extract(value, '$[1]')
+INSERT INTO feeds (url, origin, added_at, identity, user_title, category)
+SELECT json_extract(value, '$[0]'), 'config', :now, json_extract(value, '$[1]'),
+       json_extract(value, '$[2]'), json_extract(value, '$[3]')
   FROM json_each(:feeds)
  WHERE true
  ORDER BY CAST(key AS INTEGER)
@@ -33,7 +36,8 @@ SELECT id, url, origin, enabled, disabled_reason FROM feeds
 -- name: feeds_for_config
 -- The whole list, read once when the config file's feeds are brought in
 -- (feedsync/storage/sql_feeds.py: reconcile_config decides what changes).
-SELECT id, url, moved_from, origin, enabled, disabled_reason, identity FROM feeds;
+SELECT id, url, moved_from, origin, enabled, disabled_reason, identity, user_title, category
+  FROM feeds;
 
 -- name: feed_adopt_for_config
 -- A feed that is (again) in the config file: owned by the config, and enabled again if
@@ -47,6 +51,10 @@ UPDATE feeds
 
 -- name: feed_set_identity
 UPDATE feeds SET identity = :identity WHERE id = :id AND identity <> :identity;
+
+-- name: feed_set_names
+-- A config feed's title and folder, as the config file now gives them (NULL: none).
+UPDATE feeds SET user_title = :title, category = :category WHERE id = :id;
 
 -- name: feed_disable
 UPDATE feeds SET enabled = 0, disabled_reason = :reason WHERE id = :id;
@@ -105,7 +113,9 @@ SELECT coalesce(max(t), '') AS newest FROM (
 ) AS times;
 
 -- name: feed_health
-SELECT f.id, f.url, f.title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
+-- title: the owner's if given, else the feed's own (feed_title).
+SELECT f.id, f.url, coalesce(f.user_title, f.title) AS title, f.title AS feed_title,
+       f.user_title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
        f.moved_from, f.category, f.next_poll_at,
        coalesce(c.entries, 0) AS entries

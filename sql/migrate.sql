@@ -13,7 +13,8 @@ SELECT value FROM meta WHERE key = 'lineage';
 -- name: migrate_read_feeds
 SELECT id, url, title, origin, enabled, disabled_reason, latest_published, etag,
        last_modified, added_at, last_poll_at, last_success_at, next_poll_at, error_count,
-       last_error, moved_from, redirect_to, redirect_seen, last_warning, category, identity
+       last_error, moved_from, redirect_to, redirect_seen, last_warning, category, identity,
+       user_title
   FROM feeds WHERE id > :after ORDER BY id LIMIT :limit;
 
 -- name: migrate_read_news_summary

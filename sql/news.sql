@@ -103,7 +103,7 @@ SELECT summary_id FROM news_all WHERE id = :id;
 -- name: news_carried_by
 -- The feeds that carried an article (one story in several category feeds), its
 -- revisions and its duplicates included.
-SELECT f.id, f.url, f.title
+SELECT f.id, f.url, coalesce(f.user_title, f.title) AS title
   FROM feeds AS f
  WHERE f.id IN (
         SELECT feed_id FROM feed_entries_all
@@ -176,7 +176,7 @@ SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_a
  ORDER BY id DESC;
 
 -- name: entry_feeds
-SELECT f.id, f.url, f.title
+SELECT f.id, f.url, coalesce(f.user_title, f.title) AS title
   FROM feeds AS f
  WHERE f.id IN (SELECT feed_id FROM feed_entries_all WHERE summary_id = :id)
  ORDER BY f.id;

@@ -475,11 +475,12 @@ def test_opml_round_trip_keeps_nested_folders(fs: FeedsyncEnv, tmp_path: Path) -
     (other.root / "home").mkdir(parents=True)
     other.configure([])
     other.run("import-opml", str(exported))
-    assert fs.scalar("SELECT title FROM feeds WHERE url = 'https://nhk.example/ja.xml'") == "NHK"
+    nhk = "SELECT user_title FROM feeds WHERE url = 'https://nhk.example/ja.xml'"
+    assert fs.scalar(nhk) == "NHK"  # the outline's title: the user's, kept over the feed's
     mine = set(fs.query("SELECT url, category FROM feeds"))
     theirs = set(other.query("SELECT url, category FROM feeds"))
-    assert set(fs.query("SELECT url, title FROM feeds")) == set(
-        other.query("SELECT url, title FROM feeds")
+    assert set(fs.query("SELECT url, user_title FROM feeds")) == set(
+        other.query("SELECT url, user_title FROM feeds")
     )
     assert (
         mine

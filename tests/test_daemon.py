@@ -253,6 +253,35 @@ def test_a_broken_config_on_reload_is_reported_and_the_old_one_kept(
     assert daemon.stop() == 0
 
 
+def test_a_reload_takes_the_config_feeds_new_titles_and_categories(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    """SIGHUP: a [[feeds]] title and category changed in the file reach the database
+    (read here, not through a command, which would bring the config in itself)."""
+    feed = site.feed("named.xml", [Item("First", site.page("first"))])
+
+    def write(title: str, category: str) -> None:
+        fs_card.configure([], **FAST)
+        text = f'\n[[feeds]]\nurl = "{feed}"\ntitle = "{title}"\ncategory = "{category}"\n'
+        fs_card.config_path.write_text(fs_card.config_path.read_text() + text)
+
+    def names() -> list[tuple[object, ...]]:
+        try:
+            return fs_card.query("SELECT user_title, category, title FROM feeds")
+        except sqlite3.OperationalError:  # the schema is not there yet
+            return []
+
+    write("Mine", "News")
+    daemon = start_daemon()
+    wait_until(lambda: titles(fs_card) == {"First"}, "the first story")
+    assert names() == [("Mine", "News", "named.xml")]
+    write("Renamed", "News/Local")
+    daemon.signal(signal.SIGHUP)
+    wait_until(lambda: names() == [("Renamed", "News/Local", "named.xml")], "the new names")
+    assert daemon.stop() == 0
+    assert "Traceback" not in daemon.output()
+
+
 def test_a_stop_while_article_pages_are_in_flight_is_clean(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:

@@ -118,7 +118,7 @@ def main() -> int:
     keep = Keep.of(config)
     # the simulated clock from the start: the card's first month is the simulated one
     storage = SQLiteStorage.open(config.storage, keep=keep, clock=clock)
-    storage.sync_config_feeds(config_module.feed_identities(config), to_iso(clock()))
+    storage.sync_config_feeds(config_module.config_feeds(config), to_iso(clock()))
     texts = Texts()
     terms = texts.search_terms()
     quiet = PlainProgress(out=io.StringIO(), err=sys.stderr, summary=False)

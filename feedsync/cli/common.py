@@ -44,7 +44,7 @@ def open_storage(config: Config, *, new_card: bool = False, saving: bool = False
     from feedsync import storage as storage_module
     from feedsync import timestamps
 
-    feeds = config_module.feed_identities(config)
+    feeds = config_module.config_feeds(config)
     storage = storage_module.open_storage(
         config.storage, notice=notice, keep=storage_module.Keep.of(config), new_card=new_card
     )

@@ -20,6 +20,7 @@ from feedsync.records import (
     FeedClaim,
     FeedHealth,
     LinkedEntry,
+    ListedFeed,
     NewsItem,
     PollIntent,
     PollRecord,
@@ -57,17 +58,20 @@ class Feeds(Protocol):
     """The feed list: the config file's feeds and the ones added by hand, their health,
     which are due."""
 
-    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
-        """Make the config file's feeds present and enabled (with their identity mode when
-        ``urls`` maps URL -> mode); disable the config-owned feeds no longer in it.
+    def sync_config_feeds(
+        self, urls: Sequence[str] | Mapping[str, str | ListedFeed], now: str
+    ) -> list[str]:
+        """Make the config file's feeds present and enabled, with what the file says of
+        each when ``urls`` maps URL -> :class:`ListedFeed` (its identity mode, title and
+        folder; or URL -> identity mode); disable the config-owned feeds no longer in it.
         Returns the URLs newly added."""
         ...
 
     def add_feed(
         self, url: str, now: str, category: str | None = None, title: str | None = None
     ) -> bool:
-        """Add a feed (origin 'cli'; ``category``: its OPML folder; ``title`` until the
-        feed's own arrives); False when it was already there."""
+        """Add a feed (origin 'cli'; ``category``: its folder; ``title``: the owner's
+        title for it, shown instead of the feed's own); False when it was already there."""
         ...
 
     def remove_feed(self, url: str) -> bool:

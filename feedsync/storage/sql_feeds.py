@@ -13,6 +13,7 @@ from feedsync import clock, identity
 from feedsync.records import (
     Feed,
     FeedHealth,
+    ListedFeed,
 )
 from feedsync.storage.sql_core import LEFT_CONFIG, Connection, SQLCore
 
@@ -20,21 +21,23 @@ from feedsync.storage.sql_core import LEFT_CONFIG, Connection, SQLCore
 class SQLFeeds(SQLCore):
     """The Feeds role over named queries."""
 
-    def sync_config_feeds(self, urls: Sequence[str] | Mapping[str, str], now: str) -> list[str]:
-        modes = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, identity.AUTO)
+    def sync_config_feeds(
+        self, urls: Sequence[str] | Mapping[str, str | ListedFeed], now: str
+    ) -> list[str]:
+        listed = _listed(urls)
 
         def work(conn: Connection) -> list[str]:
             rows = [dict(r) for r in self._exec(conn, "feeds_for_config").fetchall()]
-            plan = reconcile_config(rows, modes)
+            plan = reconcile_config(rows, listed)
             created: set[str] = set()
             if plan.insert:
-                feeds = json.dumps([[url, modes[url]] for url in plan.insert], ensure_ascii=False)
+                feeds = json.dumps([[url, *listed[url]] for url in plan.insert], ensure_ascii=False)
                 created = {
                     row["url"]
                     for row in self._exec(conn, "feeds_insert_config", feeds=feeds, now=now)
                 }
             added = [url for url in plan.insert if url in created]
-            raced = {url: modes[url] for url in plan.insert if url not in created}
+            raced = {url: listed[url] for url in plan.insert if url not in created}
             if raced:
                 # added by another process starting this instant (PostgreSQL: the insert
                 # waited for its commit, so its rows are visible now). Another daemon of
@@ -45,10 +48,13 @@ class SQLFeeds(SQLCore):
                 again = reconcile_config(rows, raced)
                 plan.adopt.extend(again.adopt)
                 plan.identity.update(again.identity)  # its disable list: only these URLs
+                plan.names.update(again.names)
             for feed_id in plan.adopt:
                 self._exec(conn, "feed_adopt_for_config", id=feed_id, left_config=LEFT_CONFIG)
             for feed_id, mode in plan.identity.items():
                 self._exec(conn, "feed_set_identity", id=feed_id, identity=mode)
+            for feed_id, (title, category) in plan.names.items():
+                self._exec(conn, "feed_set_names", id=feed_id, title=title, category=category)
             for feed_id in plan.disable:
                 self._exec(conn, "feed_disable", id=feed_id, reason=LEFT_CONFIG)
             return added
@@ -117,6 +123,8 @@ class SQLFeeds(SQLCore):
                 moved_from=r["moved_from"],
                 category=r["category"],
                 next_poll_at=r["next_poll_at"],
+                feed_title=r["feed_title"],
+                user_title=r["user_title"],
                 **articles.get(r["id"], {}),
             )
             for r in self._read("feed_health")
@@ -164,34 +172,54 @@ class ConfigPlan:
     insert: list[str] = field(default_factory=list)  # URLs new to the database
     adopt: list[int] = field(default_factory=list)  # ids the config owns (again)
     identity: dict[int, str] = field(default_factory=dict)  # id -> its new [feeds] identity
+    # id -> its new [feeds] title and category (None: the file gives none)
+    names: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
     disable: list[int] = field(default_factory=list)  # config feeds no longer listed
 
 
-def reconcile_config(rows: Sequence[Mapping[str, Any]], modes: Mapping[str, str]) -> ConfigPlan:
+def _listed(urls: Sequence[str] | Mapping[str, str | ListedFeed]) -> dict[str, ListedFeed]:
+    """The config file's feeds as :func:`reconcile_config` takes them: URL -> what the file
+    says of it (a bare identity mode, or nothing, says no title and no folder)."""
+    if not isinstance(urls, Mapping):
+        return dict.fromkeys(urls, ListedFeed(identity.AUTO))
+    return {
+        url: said if isinstance(said, ListedFeed) else ListedFeed(identity=said)
+        for url, said in urls.items()
+    }
+
+
+def reconcile_config(
+    rows: Sequence[Mapping[str, Any]], modes: Mapping[str, str | ListedFeed]
+) -> ConfigPlan:
     """The changes that make the feed list (``rows``: every feed's id, url, moved_from,
-    origin, enabled, disabled_reason, identity) say what the config file says (``modes``:
-    URL -> identity mode). A listed URL names the feed with that URL, else one that moved
+    origin, enabled, disabled_reason, identity, user_title, category) say what the config
+    file says (``modes``: URL -> what the file says of it, :class:`ListedFeed`, or its
+    identity mode alone). A listed URL names the feed with that URL, else one that moved
     away from it (301/308); such a feed becomes the config's, and enabled again if only
-    leaving the config had disabled it. A feed the config owned and no longer lists is
-    disabled. Pure: one read of the list before, then one statement for every new feed
-    together and one per other change, where a statement per listed feed (three round
-    trips each on PostgreSQL) made every start of a daemon or a cron run pay for the
-    whole list."""
+    leaving the config had disabled it; its title and folder are the file's (none when
+    the file gives none: the file is where a config feed is named). A feed the config
+    owned and no longer lists is disabled, its names kept. Pure: one read of the list
+    before, then one statement for every new feed together and one per other change,
+    where a statement per listed feed (three round trips each on PostgreSQL) made every
+    start of a daemon or a cron run pay for the whole list."""
     by_url = {row["url"]: row for row in rows}
     moved: dict[str, Mapping[str, Any]] = {}
     for row in sorted(rows, key=lambda r: r["id"]):
         if row["moved_from"] is not None:
             moved.setdefault(row["moved_from"], row)
     plan = ConfigPlan()
-    for url, mode in modes.items():
+    for url, said in _listed(modes).items():
         found = by_url.get(url) or moved.get(url)
         if found is None:
             plan.insert.append(url)
             continue
         if found["origin"] != "config" or found["disabled_reason"] == LEFT_CONFIG:
             plan.adopt.append(found["id"])
-        if found["identity"] != mode:
-            plan.identity[found["id"]] = mode
+        if found["identity"] != said.identity:
+            plan.identity[found["id"]] = said.identity
+        names = (said.title, said.category)
+        if (found.get("user_title"), found.get("category")) != names:
+            plan.names[found["id"]] = names
     for row in rows:
         listed = row["url"] in modes or row["moved_from"] in modes
         if row["origin"] == "config" and row["enabled"] and not listed:

@@ -23,11 +23,11 @@ SELECT (SELECT coalesce(max(id), 0) FROM feeds) AS feeds,
 INSERT INTO feeds (id, url, title, origin, enabled, disabled_reason, latest_published, etag,
                    last_modified, added_at, last_poll_at, last_success_at, next_poll_at,
                    error_count, last_error, moved_from, redirect_to, redirect_seen,
-                   last_warning, category, identity)
+                   last_warning, category, identity, user_title)
 VALUES (:id, :url, :title, :origin, :enabled, :disabled_reason, :latest_published, :etag,
         :last_modified, :added_at, :last_poll_at, :last_success_at, :next_poll_at,
         :error_count, :last_error, :moved_from, :redirect_to, :redirect_seen,
-        :last_warning, :category, :identity)
+        :last_warning, :category, :identity, :user_title)
 ON CONFLICT DO NOTHING;
 
 -- name: migrate_write_news_summary
