@@ -36,10 +36,12 @@ HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/x
 
 class ArticleQueue:
     """The article queue of one pass (see the module). The extraction workers start
-    only when a page is to be extracted."""
+    only when a page is to be extracted. ``own_only``: only the rows this pass's polls
+    staged (``run --feed``), not the rest of the queue."""
 
-    def __init__(self, context: PassContext):
+    def __init__(self, context: PassContext, *, own_only: bool = False):
         self.context = context
+        self._own_only = own_only
         config = context.config
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()
@@ -86,6 +88,7 @@ class ArticleQueue:
                         timestamps.to_iso(now + c.config.extract.lease),
                         width,
                         decide.retry_horizon(now, c.config.extract.retry_backoff),
+                        self._own_only,
                     )
                     if batch:
                         after_id = batch[-1].id

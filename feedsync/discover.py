@@ -8,11 +8,16 @@ so tried after the others); failing that, links that look like feeds (``/feed``,
 ``/rss.xml``, ``atom``, ``feed.json``) are tried. Every candidate is fetched and must
 parse as a feed before it is accepted: a URL that is not a feed, and names none, is
 refused with the reason.
+
+What is found keeps the response it was found by and the guard that fetched it
+(:class:`Found`): ``feedsync add`` stages the feed's entries from that very document,
+instead of asking the server for it a second time within a second.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -40,7 +45,12 @@ MAX_CANDIDATES = 5
 
 
 class NoFeed(Exception):
-    """The URL is not a feed and names none; ``str()`` says why, in one line."""
+    """The URL is not a feed and names none; ``str()`` says why, in one line.
+    ``unreachable``: the URL itself could not be fetched (it may be a feed that is down)."""
+
+    def __init__(self, message: str, *, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,10 @@ class Found:
     url: str
     title: str | None
     entries: int
+    # the feed document as fetched, and the guard that fetched it (whether its peer
+    # was on the LAN: feedsync.guard), for the first poll to use (feedsync.polling)
+    response: fetch.Response | None = None
+    guard: Guard | None = None
 
 
 class _Links(HTMLParser):
@@ -104,11 +118,22 @@ async def _try(
         parsed = parse_feed(response.body, response.url, timestamps.now(), response.content_type)
     except (fetch.FetchError, NotAFeed) as exc:
         return str(exc)
-    return Found(url=url, title=parsed.title, entries=len(parsed.entries))
+    return Found(
+        url=url, title=parsed.title, entries=len(parsed.entries), response=response, guard=guard
+    )
 
 
-async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) -> Found:
-    """The feed at ``url`` or named by the page at ``url``; raises NoFeed."""
+async def find_feed(
+    url: str,
+    *,
+    deadline: float,
+    max_bytes: int,
+    agent: str,
+    known: Callable[[str], bool] = lambda _: False,
+) -> Found:
+    """The feed at ``url`` or named by the page at ``url``; raises NoFeed. A feed the
+    page names that is ``known`` (a feed there already) is taken as it is, not fetched:
+    it is found, without a :attr:`Found.response`."""
     page = Guard.feed()  # what the user typed: the owner's choice
     async with fetch.make_client(deadline, 4, agent=agent) as client:
         try:
@@ -121,12 +146,18 @@ async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) ->
                 guard=page,
             )
         except fetch.FetchError as exc:
-            raise NoFeed(f"cannot fetch {url}: {exc}") from None
+            raise NoFeed(f"cannot fetch {url}: {exc}", unreachable=True) from None
         try:
             parsed = parse_feed(
                 response.body, response.url, timestamps.now(), response.content_type
             )
-            return Found(url=url, title=parsed.title, entries=len(parsed.entries))
+            return Found(
+                url=url,
+                title=parsed.title,
+                entries=len(parsed.entries),
+                response=response,
+                guard=page,
+            )
         except NotAFeed as exc:
             why = str(exc)
         html = response.body.decode("utf-8", "replace")
@@ -137,6 +168,8 @@ async def find_feed(url: str, *, deadline: float, max_bytes: int, agent: str) ->
             raise NoFeed(f"{url} is not a feed: {why}")
         tried = []
         for candidate in candidates:
+            if known(candidate):
+                return Found(url=candidate, title=None, entries=0)
             # a page on the internet cannot lead onto the LAN
             result = await _try(client, candidate, max_bytes, deadline, Guard.found_on(page))
             if isinstance(result, Found):

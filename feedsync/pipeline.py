@@ -43,6 +43,8 @@ from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, S
 
 if TYPE_CHECKING:
     from feedsync.config import Config
+    from feedsync.fetch import Response
+    from feedsync.guard import Guard
     from feedsync.progress import Progress
 
 
@@ -58,7 +60,9 @@ class Pass:
         # what the pass does
         due_only: bool = False,
         only: set[int] | None = None,
+        prefetched: dict[int, tuple[Response, Guard]] | None = None,
         extract: bool = True,
+        own_only: bool = False,
         snapshot: bool = False,
         save_every: timedelta | None = None,
         say_clock: bool = True,
@@ -69,8 +73,10 @@ class Pass:
         rng: random.Random | None = None,
     ):
         """Which feeds (``due_only``, ``only``) is the polls' to know
-        (:class:`~feedsync.polling.FeedPolls`); ``extract=False`` runs no article queue
-        (stage only: the rows claimable by anyone at once). ``stop``: when set, the pass
+        (:class:`~feedsync.polling.FeedPolls`, as ``prefetched``); ``extract=False`` runs no
+        article queue (stage only: the rows claimable by anyone at once); ``own_only``:
+        the queue takes only the rows this pass staged (``run --feed``: that feed's new
+        articles, not the whole queue's). ``stop``: when set, the pass
         stops taking new work, lets the transaction in progress finish, gives back the
         rows it holds and ends early. ``snapshot``: a save to the card at the end.
         ``save_every`` (the daemon's ``snapshot_interval``): a pass that runs longer
@@ -87,8 +93,14 @@ class Pass:
         self.context = PassContext(
             config, storage, progress, clock=clock, owner=owner, stop=stop, rng=rng
         )
-        self.polls = FeedPolls(self.context, due_only=due_only, only=only, for_extraction=extract)
-        self.articles = ArticleQueue(self.context) if extract else None
+        self.polls = FeedPolls(
+            self.context,
+            due_only=due_only,
+            only=only,
+            for_extraction=extract,
+            prefetched=prefetched,
+        )
+        self.articles = ArticleQueue(self.context, own_only=own_only) if extract else None
         self.take_snapshot = snapshot
         self.save_every = save_every
         self.say_clock = say_clock

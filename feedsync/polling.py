@@ -115,7 +115,9 @@ class FeedPolls:
     Which feeds: every enabled one, or (``due_only``: the daemon, ``run --due``) those
     whose next poll time has come, or only the ids in ``only`` (``feedsync add`` polls
     the new one). ``for_extraction``: the rows staged are leased to this pass's article
-    queue; False (stage only), they are claimable by anyone at once."""
+    queue; False (stage only), they are claimable by anyone at once. ``prefetched``: a
+    feed's document fetched a moment ago (by ``feedsync add``'s discovery), with the guard
+    that fetched it: its poll uses that response rather than asking again."""
 
     def __init__(
         self,
@@ -124,11 +126,13 @@ class FeedPolls:
         due_only: bool = False,
         only: set[int] | None = None,
         for_extraction: bool = True,
+        prefetched: dict[int, tuple[fetch.Response, Guard]] | None = None,
     ):
         self.context = context
         config = context.config
         self._due_only = due_only
         self._only = only
+        self._prefetched = dict(prefetched or {})
         self._due_before: str | None = None  # due-only passes: the feeds' due time
         self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in listed
         self._feed_hosts: dict[int, str] = {}  # in listed
@@ -275,17 +279,21 @@ class FeedPolls:
                         c.stats.busy += 1  # another process is polling it right now
                         c.progress.feed_done(0)
                         return
-                    guard = Guard.feed()
-                    response = await fetch.get(
-                        c.clients["feeds"],
-                        feed.url,
-                        max_bytes=poll.max_feed_bytes,
-                        deadline=poll.timeout.total_seconds(),
-                        accept=fetch.FEED_ACCEPT,
-                        etag=feed.etag,
-                        last_modified=feed.last_modified,
-                        guard=guard,
-                    )
+                    first = self._prefetched.pop(feed.id, None)
+                    if first is not None:  # fetched a moment ago: not asked for again
+                        response, guard = first
+                    else:
+                        guard = Guard.feed()
+                        response = await fetch.get(
+                            c.clients["feeds"],
+                            feed.url,
+                            max_bytes=poll.max_feed_bytes,
+                            deadline=poll.timeout.total_seconds(),
+                            accept=fetch.FEED_ACCEPT,
+                            etag=feed.etag,
+                            last_modified=feed.last_modified,
+                            guard=guard,
+                        )
             except HostBlocked:  # it said 429/503 while this feed waited for its turn
                 await c.on_lane(c.storage.release_feed, feed.id, c.owner)
                 self._defer()

@@ -3,7 +3,8 @@
 -- written in another.
 
 -- name: extract_claim
--- Up to :limit rows after :after_id (a run walks the queue once, in id order): new rows,
+-- Up to :limit rows after :after_id (a run walks the queue once, in id order; with
+-- :own_only = 1, only the rows leased to this process already: `run --feed`): new rows,
 -- and failed rows whose retry time has come; free, leased to this process already (rows
 -- its own staging insert created), or with an expired lease (a crashed process). A retry
 -- time or a lease further ahead than any can be set (:retry_horizon, :lease_horizon; a
@@ -20,6 +21,7 @@ UPDATE news_summary
                 OR next_attempt_at > CAST(:retry_horizon AS text))
            AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now
                 OR lease_until > :lease_horizon)
+           AND (CAST(:own_only AS integer) = 0 OR lease_owner = :owner)
          ORDER BY id
          LIMIT :limit)
 RETURNING id, url, title, published, author, attempts, lan_host;

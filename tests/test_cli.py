@@ -28,7 +28,7 @@ def test_add_list_and_remove_feeds(fs: FeedsyncEnv, site: Site) -> None:
     assert fs.run("add", url + "#top").stdout == (
         f"added {url}: news.xml, 1 entry staged; their articles come with the next run\n"
     )
-    assert fs.run("add", url).stdout == f"already there: {url}\n"
+    assert fs.run("add", url).stdout == f"already there: [1] {url}; not fetched again\n"
     listing = fs.run("feeds").stdout
     assert url in listing and "    ok\n" in listing  # polled once by add
 

@@ -265,7 +265,7 @@ def test_add_a_feed_polls_it_once(fs: FeedsyncEnv, server: LocalServer) -> None:
         f"added {feed}: Added, 1 entry staged; their articles come with the next run\n"
     )
     assert server.hits["/articles/a"] == 0  # polled, not extracted
-    assert fs.run("add", feed).stdout == f"already there: {feed}\n"
+    assert fs.run("add", feed).stdout == f"already there: [1] {feed}; not fetched again\n"
     fs.run("run")
     assert fs.scalar("SELECT title FROM news") == "Added story"  # free for the next run
     assert fs.scalar("SELECT category FROM feeds") == "News/Local"

@@ -12,6 +12,7 @@ from feedsync import config as config_module
 if TYPE_CHECKING:
     from feedsync.config import Config
     from feedsync.records import FeedHealth
+    from feedsync.storage import Storage
 from feedsync.cli.common import EXIT_OK, UsageError, atomic_text, feed_ref, open_storage
 
 
@@ -26,7 +27,12 @@ def _user_feed_url(url: str) -> str:
 
 def cmd_add(args: argparse.Namespace, config: Config) -> int:
     """Add the feed at URL, or the feed the page at URL names, then poll it once (its
-    entries staged; their articles come with the next run or daemon tick)."""
+    entries staged; their articles come with the next run or daemon tick).
+
+    The feed is asked for once: the document discovery fetched is the one its first
+    poll stages entries from. A URL already there (as it is, or as the URL a feed moved
+    from) is said, and not fetched at all; with ``--no-fetch`` nothing is fetched, the
+    next pass polls it."""
     import asyncio
 
     from feedsync import progress, terminal, timestamps
@@ -34,33 +40,69 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
     from feedsync.pipeline import Pass
 
     url = _user_feed_url(args.url)
-    try:
-        found = asyncio.run(
-            find_feed(
-                url,
-                deadline=config.poll.timeout.total_seconds(),
-                max_bytes=config.poll.max_feed_bytes,
-                agent=config.fetch.user_agent,
-            )
-        )
-    except NoFeed as exc:
-        raise UsageError(str(exc)) from None
+    title = None
+    if args.title is not None:
+        title = terminal.clean(args.title, one_line=True).strip()
+        if not title:
+            raise UsageError("--title: expected some text")
     with open_storage(config) as storage:
-        added = storage.add_feed(found.url, timestamps.to_iso(timestamps.now()), args.category)
-        if not added:
-            print(f"already there: {found.url}")
+        if storage.feed_id(url) is not None:
+            return _already_there(storage, url)
+        now = timestamps.to_iso(timestamps.now())
+        if args.no_fetch:
+            storage.add_feed(url, now, args.category, title)
+            print(
+                f"added {url} without fetching it; the next run (or the daemon's next tick) "
+                "polls it"
+            )
             return EXIT_OK
+        try:
+            found = asyncio.run(
+                find_feed(
+                    url,
+                    deadline=config.poll.timeout.total_seconds(),
+                    max_bytes=config.poll.max_feed_bytes,
+                    agent=config.fetch.user_agent,
+                    known=lambda candidate: storage.feed_id(candidate) is not None,
+                )
+            )
+        except NoFeed as exc:
+            hint = " (a feed that is down today: add it with --no-fetch)" if exc.unreachable else ""
+            raise UsageError(f"{exc}{hint}") from None
+        if found.url != url and storage.feed_id(found.url) is not None:
+            return _already_there(storage, found.url, through=url)
+        if not storage.add_feed(found.url, now, args.category, title):  # another process
+            return _already_there(storage, found.url)
         feed_id = storage.feed_id(found.url)
         assert feed_id is not None
+        first = {feed_id: (found.response, found.guard)} if found.response and found.guard else {}
         stats = Pass(
-            config, storage, progress.PlainProgress(summary=False), only={feed_id}, extract=False
+            config,
+            storage,
+            progress.PlainProgress(summary=False),
+            only={feed_id},
+            prefetched=first,
+            extract=False,
         ).run()
     via = "" if found.url == url else f" (found through {url})"
-    title = terminal.clean(found.title or terminal.NO_TITLE, one_line=True)
+    name = terminal.clean(title or found.title or terminal.NO_TITLE, one_line=True)
     print(
-        f"added {found.url}{via}: {title}, {terminal.plural(stats.staged, 'entry')} staged;"
+        f"added {found.url}{via}: {name}, {terminal.plural(stats.staged, 'entry')} staged;"
         " their articles come with the next run"
     )
+    return EXIT_OK
+
+
+def _already_there(storage: Storage, url: str, through: str | None = None) -> int:
+    """``add`` of a feed the database has: said, with its id and where it comes from."""
+    feed_id = storage.feed_id(url)
+    found = next((f for f in storage.feed_health() if f.id == feed_id), None)
+    where = " (found through " + through + ")" if through else ""
+    if found is None:  # removed again this instant
+        print(f"already there: {url}{where}")
+        return EXIT_OK
+    origin = ", listed in the config file" if found.origin == "config" else ""
+    print(f"already there: [{found.id}] {found.url}{where}{origin}; not fetched again")
     return EXIT_OK
 
 

@@ -117,10 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-q", "--quiet", action="store_true", help="print problems only, no summary line"
     )
-    run.add_argument(
+    only = run.add_mutually_exclusive_group()
+    only.add_argument(
         "--due",
         action="store_true",
         help="poll only the feeds whose next poll time has come (for cron)",
+    )
+    only.add_argument(
+        "--feed",
+        action="append",
+        metavar="URL|ID",
+        help="poll only this feed (its URL or id in 'feeds'), now, due or not, and "
+        "extract its new articles; may be given again for more feeds",
     )
     command(
         "daemon",
@@ -134,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         "add",
         "add a feed (or the feed a web page names) and poll it once",
         "Add the feed at URL, or the feed a web page at URL names, and poll it once: its "
-        "entries are staged, their articles come with the next run or daemon tick.",
+        "entries are staged, their articles come with the next run or daemon tick. A feed "
+        "already there is not fetched again.",
     )
     add.add_argument("url", help="the feed's URL, or a web page's that names its feed")
     add.add_argument(
@@ -142,6 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help='a folder for it, e.g. "News/World" (a "/" with a space beside it, as in '
         '"UI / UX", is part of a name; "\\/" also)',
+    )
+    add.add_argument(
+        "--title",
+        metavar="TEXT",
+        help="your name for it, shown instead of the feed's own title",
+    )
+    add.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="add it without fetching it (a feed that is down today): URL must be the "
+        "feed's own; the next run or daemon tick polls it",
     )
     remove = command(
         "remove",

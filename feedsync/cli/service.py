@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from feedsync.config import Config
-from feedsync.cli.common import EXIT_INTERRUPTED, EXIT_OK, open_storage, write_metrics
+    from feedsync.storage import Storage
+from feedsync.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    feed_ref,
+    open_storage,
+    write_metrics,
+)
 
 
 def cmd_run(args: argparse.Namespace, config: Config) -> int:
@@ -18,7 +26,7 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
     from feedsync import progress
     from feedsync.config import proxy_warning
-    from feedsync.pipeline import run_pass
+    from feedsync.pipeline import Pass, run_pass
 
     unused = proxy_warning()
     if unused is not None and not args.quiet:
@@ -30,28 +38,45 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with open_storage(config) as storage:
+        only = _named_feeds(storage, args.feed) if args.feed else None
         try:
             # (asked only when it would be said: the list reads every feed's last week)
-            if not (args.quiet or args.json) and not storage.feeds_to_poll():
+            if only is None and not (args.quiet or args.json) and not storage.feeds_to_poll():
                 where = config.source or "a config file"
                 print(
                     "feedsync: no feeds to poll: add one with 'feedsync add URL' or a [[feeds]] "
                     f"entry in {where}; 'feedsync demo' shows a run on sample feeds",
                     file=sys.stderr,
                 )
-            stats = run_pass(
-                config,
-                storage,
-                progress.choose(args.json, args.quiet, debug=args.debug),
-                due_only=args.due,
-                stop=stop,
-            )
+            shown = progress.choose(args.json, args.quiet, debug=args.debug)
+            if only is not None:
+                # these feeds now, due or not, and their new articles only: the rest of
+                # the queue is the next pass's
+                stats = Pass(
+                    config, storage, shown, only=only, own_only=True, snapshot=True, stop=stop
+                ).run()
+            else:
+                stats = run_pass(config, storage, shown, due_only=args.due, stop=stop)
         finally:
             write_metrics(config, storage)
     if stats.stopped:
         print("feedsync: stopped early by a signal; the next run carries on", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def _named_feeds(storage: Storage, refs: list[str]) -> set[int]:
+    """The ids of the feeds ``run --feed`` names (by URL or id); one that is not a feed
+    here, or is disabled, is a one-line error naming it."""
+    health = {f.id: f for f in storage.feed_health()}
+    ids: set[int] = set()
+    for ref in refs:
+        feed_id, url = feed_ref(storage, ref)
+        found = health.get(feed_id)
+        if found is not None and not found.enabled:
+            raise UsageError(f"feed {url} is disabled: {found.disabled_reason}")
+        ids.add(feed_id)
+    return ids
 
 
 def cmd_daemon(args: argparse.Namespace, config: Config) -> int:

@@ -218,8 +218,10 @@ class ArticleQueue(Protocol):
         lease_until: str,
         limit: int,
         retry_horizon: str | None = None,
+        own_only: bool = False,
     ) -> list[ArticleJob]:
-        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order:
+        """Lease up to ``limit`` queue rows with id > after_id to ``owner``, in id order
+        (``own_only``: only rows ``owner`` holds already, those its polls staged):
         new rows, and failed rows due by ``due_before`` or whose retry time lies beyond
         ``retry_horizon`` (set by a clock ahead: ``decide.retry_horizon``; None: no
         bound), free, ``owner``'s, or with a lease over at ``now`` or beyond the longest

@@ -29,11 +29,13 @@ class SQLArticleQueue(SQLCore):
         lease_until: str,
         limit: int,
         retry_horizon: str | None = None,
+        own_only: bool = False,
     ) -> list[ArticleJob]:
         def work(conn: Connection) -> list[ArticleJob]:
             rows = self._exec(
                 conn,
                 "extract_claim",
+                own_only=int(own_only),
                 owner=owner,
                 after_id=after_id,
                 due_before=due_before,

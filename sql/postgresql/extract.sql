@@ -4,7 +4,8 @@
 -- transaction, and the outcome is written in another.
 
 -- name: extract_claim
--- Up to :limit rows after :after_id (a run walks the queue once, in id order): new rows,
+-- Up to :limit rows after :after_id (a run walks the queue once, in id order; with
+-- :own_only = 1, only the rows leased to this process already: `run --feed`): new rows,
 -- and failed rows whose retry time has come; free, leased to this process already (rows
 -- its own staging insert created), or with an expired lease (a crashed process).
 -- SKIP LOCKED: rows another poller is claiming this instant are left to it, not waited for.
@@ -23,6 +24,7 @@ UPDATE news_summary
                 OR next_attempt_at > CAST(:retry_horizon AS text))
            AND (lease_owner = :owner OR lease_until IS NULL OR lease_until < :now
                 OR lease_until > :lease_horizon)
+           AND (CAST(:own_only AS integer) = 0 OR lease_owner = :owner)
          ORDER BY id
          LIMIT :limit
            FOR NO KEY UPDATE SKIP LOCKED)
