@@ -174,6 +174,9 @@ def test_add_asks_for_the_feed_once_and_not_again_when_it_is_there(
     )
     assert site.hits("/feeds/once.xml") == 1
     assert fs.run("add", feed).stdout == f"already there: [1] {feed}; not fetched again\n"
+    assert fs.run("add", feed, "--title", "Renamed").stdout.splitlines()[1] == (
+        "  --title not applied: a feed is named and filed as it is added"
+    )
     assert site.hits("/feeds/once.xml") == 1
     fs.run("run")  # the entries staged by add are extracted; the feed polled once more
     assert {row[0] for row in fs.query("SELECT title FROM news")} == {"Once", "Twice"}

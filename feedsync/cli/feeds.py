@@ -47,7 +47,7 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
             raise UsageError("--title: expected some text")
     with open_storage(config) as storage:
         if storage.feed_id(url) is not None:
-            return _already_there(storage, url)
+            return _already_there(storage, url, unapplied=_names_given(args))
         now = timestamps.to_iso(timestamps.now())
         if args.no_fetch:
             storage.add_feed(url, now, args.category, title)
@@ -70,9 +70,9 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
             hint = " (a feed that is down today: add it with --no-fetch)" if exc.unreachable else ""
             raise UsageError(f"{exc}{hint}") from None
         if found.url != url and storage.feed_id(found.url) is not None:
-            return _already_there(storage, found.url, through=url)
+            return _already_there(storage, found.url, through=url, unapplied=_names_given(args))
         if not storage.add_feed(found.url, now, args.category, title):  # another process
-            return _already_there(storage, found.url)
+            return _already_there(storage, found.url, unapplied=_names_given(args))
         feed_id = storage.feed_id(found.url)
         assert feed_id is not None
         first = {feed_id: (found.response, found.guard)} if found.response and found.guard else {}
@@ -93,8 +93,18 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
-def _already_there(storage: Storage, url: str, through: str | None = None) -> int:
-    """``add`` of a feed the database has: said, with its id and where it comes from."""
+def _names_given(args: argparse.Namespace) -> str | None:
+    """ "--title and --category", as far as they were given; None when neither was."""
+    given = [f"--{name}" for name in ("title", "category") if getattr(args, name) is not None]
+    return " and ".join(given) or None
+
+
+def _already_there(
+    storage: Storage, url: str, through: str | None = None, unapplied: str | None = None
+) -> int:
+    """``add`` of a feed the database has: said, with its id and where it comes from;
+    ``unapplied``: the flags that would have named or filed it, which do not change a
+    feed already there (said, not silently dropped)."""
     feed_id = storage.feed_id(url)
     found = next((f for f in storage.feed_health() if f.id == feed_id), None)
     where = " (found through " + through + ")" if through else ""
@@ -103,6 +113,8 @@ def _already_there(storage: Storage, url: str, through: str | None = None) -> in
         return EXIT_OK
     origin = ", listed in the config file" if found.origin == "config" else ""
     print(f"already there: [{found.id}] {found.url}{where}{origin}; not fetched again")
+    if unapplied:
+        print(f"  {unapplied} not applied: a feed is named and filed as it is added")
     return EXIT_OK
 
 

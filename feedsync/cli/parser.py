@@ -110,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = command(
         "run",
         "poll every feed once, extract what is new, exit",
-        "Poll every feed once (or only the due ones), fetch and extract the new articles, "
-        "save to the card database, exit. Safe beside the daemon and other runs.",
+        "Poll every feed once (or only the due ones, or only those named with --feed), "
+        "fetch and extract the new articles, save to the card database, exit. Safe "
+        "beside the daemon and other runs.",
     )
     run.add_argument("--json", action="store_true", help="print the pass's counters as JSON")
     run.add_argument(
