@@ -33,8 +33,15 @@ SELECT f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_
  WHERE fe.summary_id = :id;
 
 -- name: extract_title_of
--- The title an article takes: its latest revision's.
-SELECT title FROM news_summary_all WHERE id = :id OR revision_of = :id ORDER BY id DESC LIMIT 1;
+-- The title an article takes: its latest revision's, of those that have one (an entry
+-- without a title is staged as '': feedsync/titles.py). With url and summary of the
+-- row itself, to name an article none of whose versions has a title.
+SELECT s.url, s.summary,
+       (SELECT r.title FROM news_summary_all AS r
+         WHERE (r.id = s.id OR r.revision_of = s.id) AND r.title <> ''
+         ORDER BY r.id DESC LIMIT 1) AS title
+  FROM news_summary AS s
+ WHERE s.id = :id;
 
 -- name: extract_feed_title_of
 -- ... and the name of the first feed that carried it: the owner's title for it, else

@@ -72,7 +72,8 @@ UPDATE news_summary
  WHERE news_summary.id = json_extract(m.value, '$.id');
 
 -- name: identity_retitle
--- The revision's title replaces the article's (every title stays in news_summary).
+-- The revision's title replaces the article's (every title stays in news_summary); not
+-- called for a revision without a title (feedsync/storage/sql_polling.py).
 UPDATE OR IGNORE news SET title = :title WHERE summary_id = :root;
 
 -- name: identity_news_by_canonical
@@ -97,14 +98,14 @@ UPDATE news_summary
 
 -- name: identity_revisions
 -- The titles an article had, oldest first (for feedsync show).
-SELECT id, url, title, first_seen_at, link_reason
+SELECT id, url, title, summary, first_seen_at, link_reason
   FROM news_summary_all
  WHERE id = :root OR revision_of = :root
  ORDER BY id;
 
 -- name: identity_duplicates
 -- The entries found to be this article under another URL (for feedsync show).
-SELECT id, url, title, first_seen_at, link_reason
+SELECT id, url, title, summary, first_seen_at, link_reason
   FROM news_summary_all
  WHERE duplicate_of = :news_id
  ORDER BY id;

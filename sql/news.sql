@@ -155,8 +155,8 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
 -- name: entries_in_state
 -- Newest first; :feed_id NULL for every feed; :since on the entry's date, else when
 -- first seen. Each side read through its index on (state, id).
-SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
-       last_error
+SELECT id, url, title, summary, published, first_seen_at, state, attempts,
+       next_attempt_at, last_error
   FROM (SELECT * FROM main.news_summary WHERE state = :state
         UNION ALL
         SELECT * FROM card.news_summary
@@ -169,8 +169,8 @@ SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_a
 
 -- name: entries_by_url
 -- show URL: the entries of a URL that have no article (one URL, several titles: all).
-SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
-       last_error
+SELECT id, url, title, summary, published, first_seen_at, state, attempts,
+       next_attempt_at, last_error
   FROM news_summary_all
  WHERE url = :url AND state IN ('new', 'failed', 'gone')
  ORDER BY id DESC;

@@ -208,6 +208,52 @@ def rdf(title: str, link: str, items: list[Item]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Toot:
+    """One public post of a Mastodon account: its URL, date, HTML and attachments."""
+
+    url: str
+    published: datetime
+    html: str  # the post's content, as Mastodon renders it
+    media: tuple[tuple[str, str], ...] = ()  # (file URL, alt text)
+    tags: tuple[str, ...] = ()
+
+
+def mastodon_rss(name: str, acct: str, profile: str, toots: list[Toot]) -> str:
+    """A Mastodon account's feed (``/@user.rss``), written as Mastodon 4.x writes it
+    (app/views/accounts/show.rss.ruby; real ones from v4.2 and v4.4 compared): each
+    <item> a <guid isPermaLink="true">, <link>, <pubDate>, the post's HTML escaped in
+    <description>, a <media:content> per attachment, a <category> per hashtag, and NO
+    <title>."""
+    items = []
+    for toot in toots:
+        media = "".join(
+            f'<media:content url="{escape(url)}" type="image/jpeg" fileSize="458863"'
+            ' medium="image"><media:rating scheme="urn:simple">nonadult</media:rating>'
+            + (f'<media:description type="plain">{escape(alt)}</media:description>' if alt else "")
+            + "</media:content>"
+            for url, alt in toot.media
+        )
+        tags = "".join(f"<category>{escape(tag)}</category>" for tag in toot.tags)
+        items.append(
+            f'<item><guid isPermaLink="true">{escape(toot.url)}</guid>'
+            f"<link>{escape(toot.url)}</link>"
+            f"<pubDate>{format_datetime(toot.published)}</pubDate>"
+            f"<description>{escape(toot.html)}</description>{media}{tags}</item>"
+        )
+    newest = max((t.published for t in toots), default=datetime(2026, 1, 1, tzinfo=UTC))
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"'
+        ' xmlns:webfeeds="http://webfeeds.org/rss/1.0"'
+        ' xmlns:media="http://search.yahoo.com/mrss/"><channel>'
+        f"<title>{escape(name)}</title>"
+        f"<description>Public posts from @{escape(acct)}</description>"
+        f"<link>{escape(profile)}</link>"
+        f"<lastBuildDate>{format_datetime(newest)}</lastBuildDate>"
+        f"<generator>Mastodon v4.2.7</generator>{''.join(items)}</channel></rss>\n"
+    )
+
+
 FORMATS = {
     "rss2": (rss2, "application/rss+xml; charset=utf-8"),
     "atom": (atom, "application/atom+xml; charset=utf-8"),

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import FeedsyncEnv, Site
 
-from feedsync import fetch
+from feedsync import fetch, titles
 from feedsync.discover import feed_links
 from feedsync.localserver import LocalServer
 from feedsync.parse import MAX_ENTRIES, UNTITLED_TITLE_CHARS, NotAFeed, jsonfeed, parse_feed
@@ -97,9 +97,10 @@ def test_a_json_feed_1_0_and_its_quirks() -> None:
         assert entry.published is None
 
 
-def test_an_item_without_a_title_is_titled_by_its_text() -> None:
-    """JSON Feed allows untitled items (microblog posts); an entry here is (url, title), so
-    the title is the start of its text, as Miniflux does."""
+def test_an_item_without_a_title_is_kept_untitled() -> None:
+    """JSON Feed 1.1 allows untitled items (microblog posts): each is kept, titled '' (the
+    same on every poll, however its text is edited), and shown by the beginning of its
+    text (feedsync/titles.py); an item with no text at all is kept too."""
     long_text = "word " * 60
     body = document(
         [
@@ -114,10 +115,12 @@ def test_an_item_without_a_title_is_titled_by_its_text() -> None:
         ]
     )
     parsed = parse_feed(body, FEED, FETCHED, JSON_FEED)
-    titles = [e.title for e in parsed.entries]
-    assert titles[:2] == ["Just a note.", "A post"]
-    assert titles[2].endswith("…") and len(titles[2]) <= UNTITLED_TITLE_CHARS + 1
-    assert parsed.skip_reasons == ("no title",)  # nothing to title it by
+    assert [e.title for e in parsed.entries] == ["", "", "", ""]
+    assert parsed.skip_reasons == ()
+    shown = [titles.shown(e.title, e.summary, e.url) for e in parsed.entries]
+    assert shown[:2] == ["Just a note.", "A post"]
+    assert shown[2].endswith("…") and len(shown[2]) <= UNTITLED_TITLE_CHARS + 1
+    assert shown[3] == "https://news.example.com/4"  # nothing to show it by but its URL
 
 
 @pytest.mark.parametrize(
@@ -126,13 +129,14 @@ def test_an_item_without_a_title_is_titled_by_its_text() -> None:
         ('<script>var t = "Tracking";</script><p>Harbour reopens</p>', "Harbour reopens"),
         ("<style>p { color: red }</style><p>Styled</p>", "Styled"),
         ("<template><p>Later</p></template><noscript>Enable JS</noscript>Now", "Now"),
-        ("<!-- draft: do not publish --><p>One</p><p>Two</p>", "One Two"),
+        ("<!-- draft: do not publish --><p>One</p><p>Two</p>", "One"),
         ("<![CDATA[raw]]><p>After CDATA</p>", "After CDATA"),
         (
             '<p>Caf&eacute; &amp; bar &#x263A;&nbsp;<a title="a>b" href="/x">link</a></p>',
             "Café & bar ☺ link",
         ),
-        ("<p>po<b>s</b>t</p><br>next", "post next"),
+        ("<p>po<b>s</b>t</p><br>next", "post"),
+        ("po<b>s</b>t and <i>more</i><br>next", "post and more"),
         ('<svg viewBox="0 0 1 1"><title>icon</title></svg><iframe src="/v"/>Clip', "Clip"),
         ("<video src=v.mp4>Your browser does not support video.</video>Film night", "Film night"),
         ("<SCRIPT type=module>x()</SCRIPT >Upper case", "Upper case"),
@@ -142,22 +146,21 @@ def test_an_item_without_a_title_is_titled_by_its_text() -> None:
         ("<p>Before</p><script>never closed", "Before"),
     ],
 )
-def test_an_untitled_item_is_titled_by_the_text_a_reader_sees(
-    content_html: str, title: str
-) -> None:
-    """The title made from content_html is its readable text: no markup, nothing of a
-    <script>, <style>, <template> or <noscript> (a post starting with a <script> block
-    was titled by its code), no comment or CDATA section, character references decoded."""
+def test_an_untitled_item_is_shown_by_the_text_a_reader_sees(content_html: str, title: str) -> None:
+    """The title an untitled item is shown by is the first line of its readable text: no
+    markup, nothing of a <script>, <style>, <template> or <noscript> (a post starting
+    with a <script> block was titled by its code), no comment or CDATA section,
+    character references decoded."""
     item = {"id": "1", "url": "https://news.example.com/1", "content_html": content_html}
     (entry,) = parse_feed(document([item]), FEED, FETCHED, JSON_FEED).entries
-    assert entry.title == title
+    assert entry.title == "" and titles.from_summary(entry.summary) == title
     assert entry.summary == content_html  # the summary keeps the HTML, as before
 
 
-def test_content_html_with_no_readable_text_gives_no_title() -> None:
+def test_content_html_with_no_readable_text_is_shown_by_its_url() -> None:
     item = {"id": "1", "url": "https://news.example.com/1", "content_html": "<script>x()</script>"}
-    parsed = parse_feed(document([item]), FEED, FETCHED, JSON_FEED)
-    assert parsed.entries == () and parsed.skip_reasons == ("no title",)
+    (entry,) = parse_feed(document([item]), FEED, FETCHED, JSON_FEED).entries
+    assert titles.shown(entry.title, entry.summary, entry.url) == "https://news.example.com/1"
 
 
 @pytest.mark.parametrize("unit", ["<a ", '<a "', "<!--", "<script ", "<b>", "&amp", "<svg/"])
@@ -192,7 +195,8 @@ def test_wrong_types_skip_the_item_with_a_reason() -> None:
         title=["not", "a", "title"],
     )
     parsed = parse_feed(body, FEED, FETCHED, JSON_FEED)
-    (entry,) = parsed.entries
+    untitled, entry = parsed.entries  # a title that is no string: no title, kept
+    assert (untitled.url, untitled.title) == ("https://news.example.com/t", "")
     assert (entry.url, entry.title, entry.published, entry.summary, entry.author, entry.guid) == (
         "https://news.example.com/fine",
         "Fine",
@@ -208,7 +212,6 @@ def test_wrong_types_skip_the_item_with_a_reason() -> None:
             "not a JSON object",
             "no link",
             "no link",
-            "no title",
             "not an http(s) link",
         ]
     )

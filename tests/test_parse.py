@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sitegen import Item
 
 from feedsync import decide, parse
-from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, RawEntry, RawFeed, parse_feed
+from feedsync.parse import MAX_TITLE_CHARS, NotAFeed, RawEntry, RawFeed, parse_feed, read
 from feedsync.records import ParsedFeed, PollIntent
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -103,18 +103,31 @@ def test_relative_links_resolve_against_the_feed_and_xml_base() -> None:
     )
 
 
-def test_entries_without_link_or_title_are_skipped_and_counted() -> None:
+def test_entries_without_a_usable_link_are_skipped_and_counted() -> None:
+    """An item without a title but with a link (RSS 2.0 allows it: a Mastodon post) is
+    kept, titled ''; without a usable link, or with an absurd title, it is skipped."""
     body = rss(
         "<item><title>Fine</title><link>https://news.example.com/fine</link></item>"
         "<item><title>No link</title></item>"
         "<item><link>https://news.example.com/no-title</link></item>"
+        "<item><title>  </title><link>https://news.example.com/blank</link></item>"
         "<item><title>Mail</title><link>mailto:desk@example.com</link></item>"
         "<item><title>Self</title><link></link></item>"
         f"<item><title>{'x' * 1500}</title><link>https://news.example.com/long</link></item>"
     )
-    parsed = parse_feed(body, FEED, FETCHED, XML)
-    assert [e.title for e in parsed.entries] == ["Fine"]
-    assert parsed.skipped == 5
+    for fast in (True, False):  # fastfeedparser's reader and feedparser's alike
+        parsed = parse._normalise(read(body, FEED, XML, fast=fast), FEED, FETCHED)
+        assert [(e.url, e.title) for e in parsed.entries] == [
+            ("https://news.example.com/fine", "Fine"),
+            ("https://news.example.com/no-title", ""),
+            ("https://news.example.com/blank", ""),
+        ]
+        assert sorted(parsed.skip_reasons) == [
+            "no link",
+            "no link",
+            "not an http(s) link",
+            "title too long",
+        ]
 
 
 def test_a_huge_channel_title_or_author_is_cut_to_the_title_cap() -> None:
@@ -346,7 +359,7 @@ def test_every_corpus_feed_parses_or_is_refused_cleanly() -> None:
         staged += len(parsed.entries)
         for entry in parsed.entries:
             assert entry.url.startswith(("http://", "https://"))
-            assert entry.title and entry.title == " ".join(entry.title.split())
+            assert entry.title == " ".join(entry.title.split())
             assert entry.published is None or entry.published <= "2026-11-22T12:00:00Z"
     assert staged > 700  # the corpus holds ~800 readable entries
 
@@ -484,7 +497,7 @@ def test_mutated_real_feeds_never_break_parse_and_stage(
         return
     for entry in parsed.entries:  # what staging will accept, the schema will too
         assert entry.url.startswith(("http://", "https://")) and len(entry.url) <= 4096
-        assert entry.title and len(entry.title) <= 1000
+        assert len(entry.title) <= 1000  # '' for an entry without a title
         assert entry.published is None or re.fullmatch(
             r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry.published
         )

@@ -24,7 +24,8 @@ URL), the title with whitespace collapsed, the date in UTC (``published``, else
 ``updated``; clamped or dropped by :func:`feedsync.decide.published_date`); no lone
 surrogate in any value a reader gave (:func:`_readable`), no control
 characters in any text field (:func:`feedsync.terminal.clean`). An entry without a usable
-link or title is skipped and counted, never fatal. A document that is not a feed at all
+link, or with an absurd title, is skipped and counted, never fatal; an entry without a
+title is kept, titled ``''`` (:mod:`feedsync.titles`). A document that is not a feed at all
 raises :class:`NotAFeed` with a one-line reason.
 """
 
@@ -40,11 +41,12 @@ from feedsync.canonical import MAX_URL_LENGTH, canonical_url
 from feedsync.decide import published_date
 from feedsync.parse.charset import fitted as fitted_charset
 from feedsync.parse.fast import fast_route, read_fast
-from feedsync.parse.jsonfeed import UNTITLED_TITLE_CHARS, is_json_feed, read_json_feed
+from feedsync.parse.jsonfeed import is_json_feed, read_json_feed
 from feedsync.parse.raw import MAX_ENTRIES, NotAFeed, RawEntry, RawFeed, newest
 from feedsync.parse.referee import read_feedparser
 from feedsync.records import Entry, ParsedFeed
 from feedsync.terminal import clean
+from feedsync.titles import UNTITLED_TITLE_CHARS
 
 __all__ = [
     "MAX_ENTRIES",
@@ -139,9 +141,9 @@ def skip_reason(raw: RawEntry, base_url: str, feed_url: str | None = None) -> tu
         return "not an http(s) link"
     if url == feed_url:
         return "links to the feed itself"
+    # no title (RSS 2.0 and JSON Feed 1.1 allow it: a Mastodon post) is the title '',
+    # the same on every poll: feedsync/titles.py says why, and what it is shown as
     title = _text(raw.title)
-    if not title:
-        return "no title"
     if len(title) > MAX_TITLE_CHARS:
         return "title too long"
     return url, title

@@ -425,7 +425,8 @@ class SQLPolling(SQLHostPacing):
         if link.target not in pulled:
             pulled.add(link.target)
             self._pull_article_of(conn, link.target)
-        self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
+        if entry.title:  # an untitled version keeps the article's title
+            self._exec(conn, "identity_retitle", root=link.target, title=entry.title)
 
     def release_feed(self, feed_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "poll_unclaim", feed_id=feed_id, owner=owner))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedsync import clock, identity
+from feedsync import clock, identity, titles
 from feedsync.records import (
     Article,
     ArticleJob,
@@ -166,7 +166,13 @@ class SQLArticleQueue(SQLCore):
                 conn,
                 "extract_save",
                 id=job_id,
-                title=title["title"] if title is not None else "",
+                # an entry without a title (none of its versions has one): its text's
+                # beginning, else the page's title, else its URL (feedsync/titles.py)
+                title=titles.shown(
+                    title["title"] or "", title["summary"], title["url"], article.title
+                )
+                if title is not None
+                else "",
                 feed_title=feed["title"] if feed is not None else None,
                 published=published,
                 author=article.author,
@@ -194,7 +200,7 @@ class SQLArticleQueue(SQLCore):
                 LinkedEntry(
                     id=r["id"],
                     url=r["url"],
-                    title=r["title"],
+                    title=titles.shown(r["title"], r["summary"], r["url"]),
                     first_seen_at=r["first_seen_at"],
                     reason=r["link_reason"],
                 )

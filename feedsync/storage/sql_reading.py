@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from feedsync import titles
 from feedsync.records import (
     NewsItem,
     StagedEntry,
@@ -88,7 +89,7 @@ class SQLReading(SQLCore):
         return StagedEntry(
             id=row["id"],
             url=row["url"],
-            title=row["title"],
+            title=titles.shown(row["title"], row["summary"], row["url"]),
             published=row["published"],
             first_seen_at=row["first_seen_at"],
             state=row["state"],

@@ -58,8 +58,8 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
  ORDER BY id;
 
 -- name: entries_in_state
-SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_at,
-       last_error
+SELECT id, url, title, summary, published, first_seen_at, state, attempts,
+       next_attempt_at, last_error
   FROM news_summary AS s
  WHERE state = :state
    AND coalesce(s.published, s.first_seen_at) >= :since
