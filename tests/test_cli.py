@@ -345,7 +345,7 @@ def test_status_names_the_command_that_lists_failed_articles(fs: FeedsyncEnv, si
     failing, removed = site.page("down", status=500), site.page("removed", status=410)
     site.feed("news.xml", [*items, Item("Down", failing), Item("Removed", removed)])
     fs.run("run", expect=None)
-    text = fs.run("status").stdout
+    text = fs.run("status", env={"COLUMNS": "80"}).stdout  # piped: whole, unless COLUMNS
     assert "queue      0 new, 1 failed (waiting to retry), 1 given up\n" in text, text
     hint = "           which, and why: feedsync news --state failed, or --state given-up\n"
     assert hint in text, text

@@ -312,6 +312,10 @@ class Reading(Protocol):
         """Newest first (``body`` left empty)."""
         ...
 
+    def news_count(self, since: str, feed_id: int | None) -> int:
+        """How many articles :meth:`news_list` would give without its limit."""
+        ...
+
     def news_get(self, ref: int | str) -> NewsItem | None:
         """An article by its id or its URL."""
         ...
@@ -325,6 +329,10 @@ class Reading(Protocol):
     ) -> list[StagedEntry]:
         """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
         first (``news --state``)."""
+        ...
+
+    def entries_count(self, state: str, since: str, feed_id: int | None) -> int:
+        """How many entries :meth:`entries_in_state` would give without its limit."""
         ...
 
     def entries_by_url(self, url: str) -> list[StagedEntry]:

@@ -35,6 +35,9 @@ SELECT id, coalesce(published, fetched_at) AS w
  ORDER BY w DESC, id DESC
  LIMIT :limit;
 
+-- name: news_count
+SELECT count(*) AS n FROM news WHERE coalesce(published, fetched_at) >= :since;
+
 -- name: news_search
 -- Search, the candidates of one way a query can match (feedsync/search.py): every word
 -- anywhere in the title or the text (:patterns, '%word%' each, LIKE-escaped),
@@ -67,3 +70,11 @@ SELECT id, url, title, published, first_seen_at, state, attempts, next_attempt_a
         OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id))
  ORDER BY s.id DESC
  LIMIT :limit;
+
+-- name: entries_count
+SELECT count(*) AS n
+  FROM news_summary AS s
+ WHERE state = :state
+   AND coalesce(s.published, s.first_seen_at) >= :since
+   AND (CAST(:feed_id AS BIGINT) IS NULL
+        OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id));

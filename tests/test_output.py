@@ -1,0 +1,136 @@
+"""Output that tells the whole truth (issue 43, items 5-10), through the real CLI, and
+the README's command reference held to the program's grammar for every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import FeedsyncEnv, Site, cli_env
+from sitegen import Item
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def at_terminal(command: list[str], environment: dict[str, str], columns: int) -> tuple[int, str]:
+    """``command`` on a pseudo-terminal ``columns`` wide (set before it starts, as a
+    terminal emulator does); its exit code and what it printed, without colours."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its terminal is fd 0
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        os.execve(command[0], command, environment)
+    output = b""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal: it is done
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    text = ANSI.sub("", output.decode("utf-8", "replace")).replace("\r\n", "\n")
+    return os.waitstatus_to_exitcode(status), text
+
+
+def _without_columns(fs: FeedsyncEnv) -> dict[str, str]:
+    env = cli_env(fs.root / "home")
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    return env
+
+
+# ---------------------------------------------------------------- 5: widths
+
+
+def test_piped_output_is_whole_and_a_terminal_keeps_host_port_and_the_last_segment(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    slug = "2026/11/23/regional-news/council-approves-harbour-wall-repairs"
+    url = site.page(slug, "Council approves harbour wall repairs")
+    feed = site.feed("a-regional-news-feed-with-a-rather-long-name-indeed.xml", [Item("Wall", url)])
+    fs.configure([feed])
+    fs.run("run")
+    host_port = url.split("/")[2]
+    last = url.rsplit("/", 1)[1]
+
+    # piped (no COLUMNS): every value whole, however long the line
+    env = _without_columns(fs)
+    piped = subprocess.run(fs.command("news"), capture_output=True, text=True, env=env)
+    assert url in piped.stdout, piped.stdout
+    assert (
+        feed in subprocess.run(fs.command("feeds"), capture_output=True, text=True, env=env).stdout
+    )
+
+    # piped with COLUMNS: that width, the URL shortened by whole segments in its middle
+    narrow = subprocess.run(
+        fs.command("news"), capture_output=True, text=True, env={**env, "COLUMNS": "90"}
+    )
+    url_line = next(line for line in narrow.stdout.splitlines() if host_port in line)
+    assert url not in narrow.stdout and "/…/" in url_line
+    assert f"http://{host_port}/…/" in url_line and url_line.endswith(last)
+    assert all(len(line) <= 90 for line in narrow.stdout.splitlines()), narrow.stdout
+
+    # on a terminal 80 columns wide: the host and its port always, the end whole
+    code, text = at_terminal(fs.command("news"), env, columns=80)
+    assert code == 0, text
+    url_line = next(line for line in text.splitlines() if host_port in line)
+    assert f"http://{host_port}/" in url_line, text
+    assert url_line.endswith(last), text
+    titles = [line for line in text.splitlines() if line.startswith("[")]
+    assert titles and all(len(line) <= 80 for line in titles), text
+    code, text = at_terminal(fs.command("feeds"), env, columns=80)
+    assert code == 0 and f"http://{host_port}/" in text, text
+
+
+# ---------------------------------------------------------------- 6: lists cut short
+
+
+def test_lists_say_when_they_are_cut_and_all_shows_every_one(fs: FeedsyncEnv, site: Site) -> None:
+    good = [Item(f"Harbour story {n}", site.page(f"good-{n}")) for n in range(22)]
+    bad = [
+        Item(f"Missing story {n}", site.server.set(f"/articles/bad-{n}", "gone", status=404))
+        for n in range(21)
+    ]
+    fs.configure([site.feed("f.xml", good + bad)])
+    fs.run("run")
+
+    shown = fs.run("news")
+    assert shown.stdout.count("\n[") + shown.stdout.startswith("[") == 20
+    assert shown.stderr == "feedsync: 20 of 22 shown (--limit N, or --all)\n"
+    for every in (["--all"], ["--limit", "0"]):
+        done = fs.run("news", *every)
+        assert done.stdout.count("Harbour story") == 22 and done.stderr == "", every
+    assert len(json.loads(fs.run("news", "--all", "--json").stdout)) == 22
+    assert fs.run("news", "--limit", "22").stderr == ""  # all of them: nothing to say
+
+    failed = fs.run("news", "--state", "failed")
+    assert failed.stdout.count("Missing story") == 20
+    assert failed.stderr == "feedsync: 20 of 21 shown (--limit N, or --all)\n"
+    assert fs.run("news", "--state", "failed", "--all").stdout.count("Missing story") == 21
+
+    hits = fs.run("search", "harbour")
+    assert hits.stdout.count("Harbour story") == 20
+    assert hits.stderr == "feedsync: the first 20, more found, shown (--limit N, or --all)\n"
+    assert fs.run("search", "harbour", "--all").stdout.count("Harbour story") == 22
+    assert len(json.loads(fs.run("search", "harbour", "--limit", "0", "--json").stdout)) == 22
+
+    refused = fs.run("news", "--limit", "3", "--all", expect=2)
+    assert "not allowed with" in refused.stderr
+    assert "at most N" in fs.run("news", "--help").stdout  # and "0: all of them"
+    assert "0: all of them" in fs.run("search", "--help").stdout
