@@ -134,3 +134,31 @@ def test_lists_say_when_they_are_cut_and_all_shows_every_one(fs: FeedsyncEnv, si
     assert "not allowed with" in refused.stderr
     assert "at most N" in fs.run("news", "--help").stdout  # and "0: all of them"
     assert "0: all of them" in fs.run("search", "--help").stdout
+
+
+# ---------------------------------------------------------------- 7: help, README, program
+
+
+def test_help_readme_and_program_agree_on_accents_formats_and_messages(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """The accents themselves, on both engines: tests/test_search.py."""
+    fs.configure([site.feed("f.xml", [Item("Neue Gebühren im Hafen", site.page("fees"))])])
+    fs.run("run")
+    for query in ("gebuhren", "Gebühren", "GEBUHREN"):
+        found = json.loads(fs.run("search", query, "--json").stdout)
+        assert [h["title"] for h in found] == ["Neue Gebühren im Hafen"], query
+    readme = README.read_text(encoding="utf-8")
+    assert "accents do not matter" in fs.run("search", "--help").stdout
+    assert "Neither case\nnor accents matter" in readme
+
+    assert "RSS, Atom and JSON feeds" in fs.run("--help").stdout
+    pyproject = (README.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert "RSS, Atom and JSON feeds" in pyproject and "RSS/Atom" not in pyproject
+
+    # the error README quotes for a page that names no feed is the one printed
+    quoted = re.search(r"\$ feedsync add (\S+/about)\n(feedsync: error: .*)\n", readme)
+    assert quoted is not None
+    page = site.server.set("/about", "<html><head><title>About</title></head></html>")
+    done = fs.run("add", page, expect=2)
+    assert done.stderr == quoted.group(2).replace(quoted.group(1), page) + "\n"

@@ -40,16 +40,18 @@ SELECT count(*) AS n FROM news WHERE coalesce(published, fetched_at) >= :since;
 
 -- name: news_search
 -- Search, the candidates of one way a query can match (feedsync/search.py): every word
--- anywhere in the title or the text (:patterns, '%word%' each, LIKE-escaped),
--- case-insensitively; :first, the longest of them, goes through the trigram index
--- (sql/postgresql/migrations/0004_search.sql). Titles that match first, then the newest.
+-- anywhere in the title or the text (:patterns, one regular expression each, in which
+-- a letter stands for its accented forms too: search.accent_pattern), whatever the
+-- case and the accents; :first, the longest of them, goes through the trigram index
+-- (sql/postgresql/migrations/0004_search.sql: pg_trgm takes trigrams from a regular
+-- expression as from a LIKE pattern). Titles that match first, then the newest.
 -- Python decides on the text (where a word starts, phrases, excluded words) and cuts
 -- the snippet.
 SELECT n.id, n.url, n.title, n.published, n.feed_title, n.fetched_at, n.body
   FROM news AS n
- WHERE (n.title || ' ' || n.body) ILIKE :first
-   AND (n.title || ' ' || n.body) ILIKE ALL (:patterns)
- ORDER BY n.title ILIKE ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
+ WHERE (n.title || ' ' || n.body) ~* :first
+   AND (n.title || ' ' || n.body) ~* ALL (:patterns)
+ ORDER BY n.title ~* ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
           n.id DESC
  LIMIT :limit;
 
