@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import sqlite3
 import subprocess
 import time
+from dataclasses import fields
 from pathlib import Path
 
-from conftest import FeedsyncEnv, Site, cli_env
+import sitegen
+from conftest import FeedsyncEnv, Site, cli_env, wait_until
 from sitegen import Item
+
+from feedsync.records import RunStats
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -162,3 +168,61 @@ def test_help_readme_and_program_agree_on_accents_formats_and_messages(
     page = site.server.set("/about", "<html><head><title>About</title></head></html>")
     done = fs.run("add", page, expect=2)
     assert done.stderr == quoted.group(2).replace(quoted.group(1), page) + "\n"
+
+
+# ---------------------------------------------------------------- 8, and 10's two runs: the summary
+
+
+def test_readme_lists_every_key_of_run_json(fs: FeedsyncEnv) -> None:
+    readme = README.read_text(encoding="utf-8")
+    listed = re.search(r"`--json` prints the counters as one JSON object\n\(`([^`]*)`", readme)
+    assert listed is not None
+    documented = {k.strip() for k in listed.group(1).split(",")}
+    printed = set(fs.run_json())
+    assert documented == printed, documented ^ printed
+    assert {f.name for f in fields(RunStats)} <= documented
+
+
+def test_the_summary_says_duplicates_were_fetched_but_not_stored_twice(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    canonical = site.url("/articles/harbour-wall")
+    copies = [
+        site.server.set(
+            path, sitegen.article_page("Harbour wall repaired", "wall", canonical=canonical)
+        )
+        for path in ("/wire/harbour-wall", "/partner/harbour-wall-story")
+    ]
+    wire = site.feed("wire.xml", [Item("Harbour wall repaired", copies[0])])
+    fs.configure([wire])
+    fs.run("run")
+    partner = site.feed("partner.xml", [Item("Harbour wall repaired", copies[1])])
+    fs.configure([wire, partner])
+    summary = fs.run("run").stdout
+    assert site.hits("/partner/harbour-wall-story") == 1  # its page was fetched...
+    assert "; 1 duplicate linked, not stored twice" in summary  # ...then found a copy
+    assert "not fetched twice" not in summary
+    assert fs.scalar("SELECT count(*) FROM news") == 1
+
+
+def test_a_run_beside_another_says_what_the_other_one_holds(fs: FeedsyncEnv, site: Site) -> None:
+    slow = site.page("slow", "Slow story", delay=60)  # the first run holds it a while
+    fs.configure([site.feed("f.xml", [Item("Slow story", slow)])])
+    first = fs.start("run")
+    try:
+
+        def held() -> bool:
+            try:
+                rows = fs.query("SELECT 1 FROM news_summary WHERE lease_owner IS NOT NULL")
+            except sqlite3.OperationalError:  # no database yet
+                return False
+            return bool(rows) and site.article_hits().get("/articles/slow", 0) > 0
+
+        wait_until(held, "the first run fetching the slow page", timeout=120)
+        second = fs.run("run")
+        assert "0 articles extracted" in second.stdout
+        assert "1 article left to another run working on them" in second.stdout
+        assert json.loads(fs.run("run", "--json").stdout)["articles_busy"] == 1
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.communicate(timeout=120)

@@ -222,6 +222,12 @@ class ArticleQueue(Protocol):
         one (``lease_until`` and the clocks' slack: taken by a clock ahead)."""
         ...
 
+    def articles_held_elsewhere(self, owner: str, now: str, lease_until: str) -> int:
+        """How many queue rows another process than ``owner`` holds at ``now`` (a lease
+        no further ahead than ``lease_until`` and the clocks' slack): the articles a
+        pass leaves to another that is extracting them. Reads only."""
+        ...
+
     def release_job(self, job_id: int, owner: str) -> None:
         """Give back one claimed row without spending an attempt."""
         ...
