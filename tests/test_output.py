@@ -9,6 +9,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -226,3 +227,52 @@ def test_a_run_beside_another_says_what_the_other_one_holds(fs: FeedsyncEnv, sit
     finally:
         os.killpg(first.pid, signal.SIGTERM)
         first.communicate(timeout=120)
+
+
+# ---------------------------------------------------------------- 9: demo --keep
+
+
+def _demo(tmp_path: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "home").mkdir(exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "feedsync", "demo", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path / "home"),
+        timeout=300,
+    )
+    assert done.returncode == expect, done.stdout + done.stderr
+    return done
+
+
+def test_demo_keep_twice_into_one_folder_leaves_a_true_database(tmp_path: Path) -> None:
+    keep = tmp_path / "kept"
+    for _ in range(2):
+        done = _demo(tmp_path, "--keep", str(keep))
+        assert "3 feeds polled, 9 entries read, 6 distinct articles staged." in done.stdout
+        assert "3 entries repeated an article" in done.stdout
+    assert "in place of the one an earlier demo kept there" in done.stdout
+
+    config = ["--config", str(keep / "feedsync.toml")]
+    read = subprocess.run(
+        [sys.executable, "-m", "feedsync", *config, "feeds", "--json"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path / "home"),
+        check=True,
+    )
+    feeds = json.loads(read.stdout)
+    assert len(feeds) == 3  # not six: the first demo's are gone with its database
+    assert {f["health"] for f in feeds} == {
+        "DISABLED: the demo's sample site, served only while the demo ran"
+    }
+    with sqlite3.connect(keep / "feedsync.db") as conn:
+        assert conn.execute("SELECT count(*) FROM news").fetchone() == (6,)
+
+    # a folder with a database no demo wrote: refused, untouched
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "feedsync.db").write_bytes(b"mine")
+    refused = _demo(tmp_path, "--keep", str(other), expect=2)
+    assert "no demo wrote" in refused.stderr
+    assert (other / "feedsync.db").read_bytes() == b"mine"

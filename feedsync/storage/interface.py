@@ -74,6 +74,11 @@ class Feeds(Protocol):
         """Delete a feed and its links; its articles stay. False when it was not there."""
         ...
 
+    def disable_feed(self, url: str, reason: str) -> bool:
+        """Stop polling a feed, ``reason`` shown in ``feeds``; its entries and links are
+        kept. False when there is no such feed."""
+        ...
+
     def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
         """Every feed and its polling health; with ``week_ago``, its articles' too."""
         ...
