@@ -11,11 +11,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
 import sitegen
-from conftest import FeedsyncEnv, Site, cli_env, wait_until
+from conftest import FeedsyncEnv, RunningDaemon, Site, cli_env, wait_until
 from sitegen import Item
 
 from feedsync.records import RunStats
@@ -276,3 +277,61 @@ def test_demo_keep_twice_into_one_folder_leaves_a_true_database(tmp_path: Path) 
     refused = _demo(tmp_path, "--keep", str(other), expect=2)
     assert "no demo wrote" in refused.stderr
     assert (other / "feedsync.db").read_bytes() == b"mine"
+
+
+# ---------------------------------------------------------------- 10: the smaller ones
+
+
+def test_status_after_a_reboot_says_when_the_daemon_was_last_seen(
+    fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
+) -> None:
+    fs = fs_card
+    fs.configure([site.feed("f.xml", [Item("Story", site.page("story"))])])
+    fs.run("run")  # the databases exist, the card is current: the daemon adds nothing
+    assert "never started here" in fs.run("status").stdout
+    daemon = start_daemon()
+    wait_until(
+        lambda: bool(fs.query("SELECT 1 FROM meta WHERE key = 'daemon_seen_at'")),
+        "the daemon's first heartbeat",
+        timeout=120,
+    )
+    assert daemon.stop(timeout=120) == 0, daemon.output()
+    with sqlite3.connect(fs.card_path) as card:  # its last heartbeat went to the card
+        assert card.execute("SELECT value FROM meta WHERE key = 'daemon_seen_at'").fetchone()
+
+    for path in fs.live_path.parent.glob(fs.live_path.name + "*"):  # the RAM disk, rebooted
+        path.unlink()
+    status = fs.run("status")
+    assert "never started here" not in status.stdout
+    assert re.search(r"daemon +not running \(last seen \d{4}-\d\d-\d\d \d\d:\d\dZ\)", status.stdout)
+
+
+def test_status_and_its_json_name_given_up_articles_alike(fs: FeedsyncEnv, site: Site) -> None:
+    missing = site.server.set("/articles/missing", "gone", status=404)
+    fs.configure([site.feed("f.xml", [Item("Missing", missing)])], extract={"max_attempts": 1})
+    fs.run("run")
+    assert "0 failed (waiting to retry), 1 given up" in fs.run("status").stdout
+    queue = json.loads(fs.run("status", "--json").stdout)["queue"]
+    assert queue["given_up"] == queue["gone"] == 1
+
+
+def test_an_opml_title_with_quotes_and_an_ampersand_is_kept_whole(
+    fs: FeedsyncEnv, tmp_path: Path
+) -> None:
+    opml = tmp_path / "subscriptions.opml"
+    opml.write_text(
+        '<?xml version="1.0"?>\n<opml version="2.0"><body>\n'
+        '<outline text="AT&T "quoted" blog" type="rss" xmlUrl="https://att.example/feed"/>\n'
+        "</body></opml>\n",
+        encoding="utf-8",
+    )
+    fs.run("import-opml", str(opml))
+    [feed] = json.loads(fs.run("feeds", "--json").stdout)
+    assert feed["title"] == 'AT&T "quoted" blog'
+
+
+def test_add_takes_a_feed_link_as_import_opml_does(fs: FeedsyncEnv, site: Site) -> None:
+    url = site.feed("news.xml", [Item("One", site.page("one"))])
+    done = fs.run("add", url.replace("http://", "feed://"))
+    assert done.stdout.startswith(f"added {url}: ")
+    assert fs.run("add", "feed:" + url).stdout == f"already there: {url}\n"
