@@ -19,6 +19,7 @@ import sitegen
 from conftest import FeedsyncEnv, RunningDaemon, Site, cli_env, wait_until
 from sitegen import Item
 
+from feedsync.cli.parser import build_parser
 from feedsync.records import RunStats
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -335,3 +336,93 @@ def test_add_takes_a_feed_link_as_import_opml_does(fs: FeedsyncEnv, site: Site) 
     done = fs.run("add", url.replace("http://", "feed://"))
     assert done.stdout.startswith(f"added {url}: ")
     assert fs.run("add", "feed:" + url).stdout == f"already there: {url}\n"
+
+
+# ---------------------------------------------------------------- README and --help
+
+
+def _code(text: str) -> list[str]:
+    """The code in a piece of README: each `span`, and each line of a ``` block."""
+    blocks = re.findall(r"```[^\n]*\n(.*?)```", text, flags=re.DOTALL)
+    rest = re.sub(r"```[^\n]*\n.*?```", "", text, flags=re.DOTALL)
+    return re.findall(r"`([^`\n]+)`", rest) + [line for b in blocks for line in b.splitlines()]
+
+
+# --long, or -x (one letter: "-plumber" is a search's excluded word, not an option)
+_FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*|-[A-Za-z](?![\w-]))")
+
+
+def _own_words(text: str) -> list[str]:
+    """The words of a command line up to where another program's begin (a pipe, ``;``,
+    ``&&``, a redirection), outside ``[...]``: ``[--limit N | --all]`` is one usage."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth <= 0 and char in "|;&>)":
+            return text[:i].split()
+    return text.split()
+
+
+def _commands_in(code: str, names: set[str]) -> list[tuple[str, list[str]]]:
+    """Each ``feedsync [global options] CMD args`` in a line of code, with the flags
+    it gives CMD (up to a pipe or the like: ``| logger -t`` is another program's)."""
+    found = []
+    for match in re.finditer(r"(?<![\w./-])feedsync((?: +\S+)+)", code):
+        words = _own_words(match.group(1))
+        while words and words[0].startswith("-"):  # --config FILE, --debug before it
+            words = words[2:] if words[0] == "--config" else words[1:]
+        if words and words[0] in names:
+            found.append((words[0], _FLAG.findall(" ".join(words[1:]))))
+    return found
+
+
+def test_readme_command_reference_and_argparse_agree_for_every_command() -> None:
+    """Every command has a "### `feedsync CMD ...`" section in the README; every option
+    of it (but the ones every command takes: --config, --debug, --help) is named in its
+    section; and every flag the README gives a command, anywhere, is one it has. Read
+    from the parser itself, so an option added to the program and not to the README (or
+    the other way round) fails here."""
+    parser = build_parser()
+    commands = parser.commands
+    names = set(commands)
+    everywhere = {s for strings in parser.options() for s in strings} | {"--config", "--debug"}
+    readme = README.read_text(encoding="utf-8")
+
+    sections: dict[str, list[str]] = {name: [] for name in names}  # command -> its text
+    for section in re.split(r"\n(?=#{2,3} )", readme):
+        heading = section.split("\n", 1)[0]
+        if not heading.startswith("### "):
+            continue
+        for span in re.findall(r"`([^`]+)`", heading):
+            for name, _ in _commands_in(span, names):
+                sections[name].append(section)
+    assert not [n for n, s in sections.items() if not s], "commands without a README section"
+
+    wrong = []
+    for code in _code(readme):  # every flag given to a command exists for it
+        for name, flags in _commands_in(code, names):
+            known = {s for strings in commands[name].options() for s in strings}
+            wrong += [f"{name} {flag}" for flag in flags if flag not in known | everywhere]
+    assert not wrong, f"the README gives commands flags they do not have: {wrong}"
+
+    missing = []
+    for name, parts in sections.items():
+        named: set[str] = set()
+        for part in parts:
+            for code in _code(part):
+                if code.lstrip().startswith("--"):  # `--json`, `--limit N`: this command's
+                    named.update(f for f in _FLAG.findall(code) if f.startswith("--"))
+                named.update(f for cmd, flags in _commands_in(code, names) if cmd == name
+                             for f in flags)  # fmt: skip
+        for strings in commands[name].options():
+            if set(strings) & {"-h", "--help", "--config", "--debug"}:
+                continue
+            if not set(strings) & named:
+                missing.append(f"{name} {'/'.join(strings)}")
+        # what the section names as this command's own options, it has
+        own = {s for strings in commands[name].options() for s in strings} | everywhere
+        others = {s for n in sections if n != name for strings in commands[n].options()
+                  for s in strings}  # fmt: skip
+        stale = named - own - others
+        assert not stale, f"README's section of {name} names options nothing has: {stale}"
+    assert not missing, f"options the README's command reference does not name: {missing}"
