@@ -52,7 +52,7 @@ def test_feeds_shows_failures_and_disabled_feeds(fs: FeedsyncEnv, site: Site) ->
     assert "DISABLED: not in the config file any more" in listing
     fs.configure([broken, kept])
     fs.run("run")
-    listing = fs.run("feeds").stdout
+    listing = fs.run("feeds", env={"COLUMNS": "80"}).stdout
     assert "FAILING (2 in a row): HTTP 500 Internal Server Error" in listing
     assert all(len(line) <= 80 for line in listing.splitlines()), listing
 
@@ -298,7 +298,7 @@ def test_feeds_puts_the_consequence_of_a_warning_first(fs: FeedsyncEnv, site: Si
     feed = site.server.set("/gazeta.xml", body, "application/rss+xml")
     fs.configure([feed])
     fs.run("run")
-    listing = fs.run("feeds").stdout
+    listing = fs.run("feeds", env={"COLUMNS": "80"}).stdout
     warning = next(line for line in listing.splitlines() if "warning:" in line)
     assert warning.startswith("    warning: parsed as "), listing
     assert warning.endswith("; 1 entry skipped: no link"), warning
