@@ -1,4 +1,5 @@
-"""feedsync: poll RSS/Atom feeds and keep every news article exactly once, with its full text.
+"""feedsync: poll RSS, Atom and JSON feeds and keep every news article exactly once, with
+its full text.
 
 The flow of one pass is drawn in :mod:`feedsync.pipeline`; the design and the reasons for
 it are in docs/architecture.md.

@@ -68,6 +68,15 @@ class ArticleQueue:
                 task.cancel()
             if running:
                 await asyncio.wait(running)
+        # what another run held, so that "0 articles extracted" does not hide them
+        c = self.context
+        now = c.clock()
+        c.stats.articles_busy = await c.on_lane(
+            c.storage.articles_held_elsewhere,
+            c.owner,
+            timestamps.to_iso(now),
+            timestamps.to_iso(now + c.config.extract.lease),
+        )
 
     async def _drain(self, due_before: str, running: set[asyncio.Task[None]]) -> None:
         c = self.context

@@ -241,3 +241,16 @@ def host_of(url: str) -> str:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
         return ""
+
+
+def without_feed_scheme(url: str) -> str:
+    """``feed://host/x`` -> ``http://host/x``; ``feed:https://...`` -> ``https://...``:
+    what browsers and feed readers make of the ``feed:`` links pages carry, for ``add``
+    and ``import-opml`` alike. Any other text as it is (stripped)."""
+    stripped = url.strip()
+    lowered = stripped.lower()
+    if lowered.startswith("feed:http://") or lowered.startswith("feed:https://"):
+        return stripped[5:]
+    if lowered.startswith("feed://"):
+        return "http://" + stripped[7:]
+    return stripped

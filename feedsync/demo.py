@@ -49,13 +49,43 @@ def _article_requests(server: LocalServer) -> int:
     return sum(n for path, n in server.hits.items() if path.startswith("/articles/"))
 
 
+# the first line of the config demo --keep writes: a folder holding it holds the demo's
+# own database, which a second demo --keep into it may replace
+MARK = "# the database feedsync demo --keep wrote"
+# what `feeds` says of the sample site's feeds in a kept database
+GONE = "the demo's sample site, served only while the demo ran"
+
+
+def _clear_earlier_demo(folder: Path) -> bool:
+    """Make room in ``folder`` for the demo's database: the one an earlier ``demo --keep``
+    left there goes (its sample site, on another port then, is gone); any other
+    database is refused, never touched. True when an earlier demo's was cleared."""
+    from feedsync.cli.common import UsageError
+
+    if not (folder / "feedsync.db").exists():
+        return False
+    config = folder / "feedsync.toml"
+    try:
+        ours = config.read_text(encoding="utf-8").startswith(MARK)
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    if not ours:
+        raise UsageError(
+            f"{folder} already holds a database (feedsync.db) that no demo wrote: keep the "
+            "demo in another folder"
+        )
+    for pattern in ("feedsync.db", "feedsync.db-*", "feedsync.db.*", "feedsync-live.db*"):
+        for path in folder.glob(pattern):
+            path.unlink()
+    return True
+
+
 def _how_to_read(folder: Path, db: Path, name: str) -> str:
     """A config beside the kept database, and the commands that read it: the demo's
     database is an ordinary feedsync database (no snapshot: ``db`` holds everything)."""
     config = folder / "feedsync.toml"
     config.write_text(
-        "# the database feedsync demo --keep wrote (README: Configuration)\n"
-        f"[storage]\ndb = {_toml_string(str(db))}\n",
+        f"{MARK} (README: Configuration)\n[storage]\ndb = {_toml_string(str(db))}\n",
         encoding="utf-8",
     )
     where = shlex.quote(str(config))
@@ -78,6 +108,9 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
     """Run the demo, writing the story to ``out``; returns the exit code."""
     with LocalServer() as server, tempfile.TemporaryDirectory(prefix="feedsync-demo-") as tmp:
         folder = keep or Path(tmp)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+        again = keep is not None and _clear_earlier_demo(keep)
         db = folder / "feedsync.db"
         feed_urls = serve_sample_site(server)
         config = Config(
@@ -88,7 +121,11 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
         )
         storage = open_storage(config.storage)
         try:
-            storage.sync_config_feeds(feed_urls, to_iso(now()))
+            # added as by `feedsync add`, not from a config file: the config written
+            # beside a kept database lists none, and would disable them as "not in the
+            # config file any more"
+            for url in feed_urls:
+                storage.add_feed(url, to_iso(now()))
             print("feedsync demo", file=out)
             print(
                 f"  sample site: {server.base_url} ({len(feed_urls)} feeds of an invented "
@@ -96,6 +133,8 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
                 file=out,
             )
             kept = "kept" if keep else "thrown away at the end"
+            if again:
+                kept += ", in place of the one an earlier demo kept there"
             print(f"  database:    {db} ({kept})", file=out)
 
             print("\nFirst pass: every feed is new.", file=out)
@@ -132,6 +171,11 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
 
             name = command_name()
             if keep:
+                # the sample site goes with the demo: its feeds, kept with their articles,
+                # say so rather than fail on a closed port at the next run
+                for url in feed_urls:
+                    storage.disable_feed(url, GONE)
+                storage.snapshot()
                 print(_how_to_read(keep, db, name), file=out)
             print(
                 f"\nYour own feeds:\n  {name} add https://example.com/feed.xml\n"

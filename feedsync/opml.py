@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from html.entities import html5
 
 from feedsync import __version__
-from feedsync.canonical import canonical_url
+from feedsync.canonical import canonical_url, without_feed_scheme
 from feedsync.records import FeedHealth
 from feedsync.terminal import clean
 
@@ -54,6 +54,11 @@ _UNQUOTED = re.compile(rb"[^\s>]*")
 _TAG_NAME = re.compile(rb"<([A-Za-z][\w:.-]*)")
 _REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+# An outline's start tag, and where an attribute's quoted value starts in it (after a
+# space, or glued to the quote that closed the one before)
+_OUTLINE_TAG = re.compile(rb"<outline\b[^<>]*>", re.IGNORECASE)
+_ATTRIBUTE = re.compile(rb'(?<=[\s"])([A-Za-z_:][\w:.-]*)\s*=\s*"')
+_NAMES = frozenset({b"text", b"title"})
 # Outlines that link another subscription list, not a feed, even with an xmlUrl: "source"
 # (listparser's reading of such lists), "include" (OPML 2.0's inclusion of another file)
 _LIST_TYPES = frozenset({"source", "include"})
@@ -138,17 +143,6 @@ def category(names: Sequence[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- reading
-
-
-def _feed_url(url: str) -> str:
-    """``feed://host/x`` -> ``http://host/x``; ``feed:https://...`` -> ``https://...``."""
-    stripped = url.strip()
-    lowered = stripped.lower()
-    if lowered.startswith("feed:http://") or lowered.startswith("feed:https://"):
-        return stripped[5:]
-    if lowered.startswith("feed://"):
-        return "http://" + stripped[7:]
-    return stripped
 
 
 def _xml_url(attributes: dict[str, str]) -> str | None:
@@ -281,8 +275,39 @@ def _not_read(data: bytes, encoding: str, read: list[tuple[str, int | None]]) ->
     return said
 
 
+def _quotes_in_names(data: bytes) -> bytes:
+    """``data`` with the quotes inside an outline's ``text`` or ``title`` value escaped:
+    ``text="AT&T "quoted" blog"`` (written by hand, or by a tool that does not escape)
+    was read as the title ``AT&T `` and two attributes named ``quoted"`` and ``blog"``.
+    The value runs to the last quote before the next attribute (or the end of the tag).
+    Nothing else changes, and no line: the lines said of skipped outlines stay true."""
+
+    def one_tag(tag: re.Match[bytes]) -> bytes:
+        text = tag.group(0)
+        starts = list(_ATTRIBUTE.finditer(text))
+        if not any(a.group(1).lower() in _NAMES for a in starts):
+            return text
+        end = len(text) - (2 if text.endswith(b"/>") else 1)
+        out, done = [], 0
+        for i, attribute in enumerate(starts):
+            if attribute.group(1).lower() not in _NAMES:
+                continue
+            stop = starts[i + 1].start() if i + 1 < len(starts) else end
+            value = text[attribute.end() : stop]
+            closing = value.rfind(b'"')
+            if closing <= 0 or b'"' not in value[:closing]:
+                continue
+            out += [text[done : attribute.end()], value[:closing].replace(b'"', b"&quot;")]
+            done = attribute.end() + closing
+        return b"".join([*out, text[done:]])
+
+    return _OUTLINE_TAG.sub(one_tag, data)
+
+
 def read(data: bytes) -> OpmlList:
     from lxml import etree  # only when importing
+
+    data = _quotes_in_names(data)
 
     declared = _DECLARED.match(data)
     encoding = declared.group(1).decode("ascii") if declared else "utf-8"
@@ -325,13 +350,13 @@ def read(data: bytes) -> OpmlList:
             title = clean(attributes.get("title") or attributes.get("text") or "", one_line=True)
             kind = attributes.get("type", "").strip()
             if kind.lower() in _LIST_TYPES:
-                what = clean(_feed_url(raw), one_line=True) or title or "-"
+                what = clean(without_feed_scheme(raw), one_line=True) or title or "-"
                 reason = f'a link to another subscription list (type="{kind}"), not a feed'
                 skipped.append(Skipped(child.sourceline, what, reason))
             elif not raw.strip():
                 skipped.append(Skipped(child.sourceline, title or "-", 'no feed URL (xmlUrl="")'))
             else:
-                url = canonical_url(_feed_url(raw))
+                url = canonical_url(without_feed_scheme(raw))
                 if url is None:
                     reason = "not an http(s) feed URL"
                     skipped.append(Skipped(child.sourceline, clean(raw, one_line=True), reason))

@@ -121,11 +121,19 @@ def summary_line(stats: RunStats, seconds: float) -> str:
         f"{plural(stats.extracted, 'article')} extracted ({stats.extract_failed} failed, "
         f"{stats.gone} given up) in {seconds:.1f}s"
     )
-    if stats.revisions or stats.duplicates:
-        line += (
-            f"; {plural(stats.revisions, 'revision')} and "
-            f"{plural(stats.duplicates, 'duplicate')} linked, not fetched twice"
-        )
+    # a revision is linked before its page is fetched; a duplicate is found to be one
+    # only once its page was fetched and extracted: linked, not stored twice
+    if stats.revisions:
+        line += f"; {plural(stats.revisions, 'revision')} linked, not fetched twice"
+    if stats.duplicates:
+        line += f"; {plural(stats.duplicates, 'duplicate')} linked, not stored twice"
+    if stats.busy or stats.articles_busy:
+        held = [
+            plural(n, word)
+            for n, word in ((stats.busy, "feed"), (stats.articles_busy, "article"))
+            if n
+        ]
+        line += f"; {' and '.join(held)} left to another run working on them"
     if stats.not_taking:
         line += "; new entries put off (no room, see above)"
     if stats.snapshot == "written":

@@ -388,6 +388,8 @@ class RunStats:
     duplicates: int = 0  # fetched pages that were an article already stored: linked
     deferred: int = 0  # feeds and articles left for later: their host asked us to wait
     busy: int = 0  # feeds skipped because another process was polling them
+    # articles left to another process that held them (claimed) at the end of this pass
+    articles_busy: int = 0
     snapshot: str | None = None  # "written", "unchanged since the last save", or None
     # why no new entries were taken (the RAM disk or the card full), None when they were
     not_taking: str | None = None

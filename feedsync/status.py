@@ -8,6 +8,7 @@ import os
 import socket
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feedsync import __version__, clock, timestamps
@@ -30,10 +31,16 @@ def daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
     """Running when it beat recently and, on this machine, its process exists."""
     if not info.get("seen_at"):
         return DaemonState(running=False)
-    age = (timestamps.now() - timestamps.from_iso(info["seen_at"])).total_seconds()
+    seen = timestamps.from_iso(info["seen_at"])
+    age = (timestamps.now() - seen).total_seconds()
     running = age < max(10 * 60, 3 * tick_seconds)
     pid = int(info.get("pid", "0") or 0)
-    if running and info.get("host") == socket.gethostname() and pid:
+    here = info.get("host") == socket.gethostname()
+    booted = _boot_time()
+    if running and here and booted is not None and seen.timestamp() < booted:
+        running = False  # a heartbeat from before this boot (kept on the card): its pid
+        # may be another process's now
+    if running and here and pid:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -47,6 +54,19 @@ def daemon_state(info: dict[str, str], tick_seconds: float) -> DaemonState:
         host=info.get("host"),
         last_seen=info["seen_at"],
     )
+
+
+def _boot_time() -> float | None:
+    """When this machine booted (seconds since the epoch, /proc/stat's btime), or None
+    where that is not known."""
+    try:
+        with Path("/proc/stat").open(encoding="ascii") as stat:
+            for line in stat:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def clock_state(storage: Storage) -> dict[str, str]:
@@ -84,6 +104,9 @@ def report(config: Config, storage: Storage) -> dict[str, Any]:
         "queue": {
             "new": counts["queue_new"],
             "failed_waiting": counts["queue_failed"],
+            # the word status, news --state and the metrics use; "gone" (the state's
+            # name in the database) kept for the scripts written before
+            "given_up": counts["gone"],
             "gone": counts["gone"],
         },
         "articles": {"today": counts["articles_today"], "total": counts["articles"]},

@@ -1,8 +1,14 @@
 """How commands print for people: width, colour, truncation. ``--json`` bypasses all this.
 
-Human output fits 80 columns (or the terminal's width, when wider); a long URL is cut in
-the middle ("https://example.com/…/article.html") and given whole in ``--json``. Colour
-only when stdout is a terminal, and never with ``NO_COLOR`` set (https://no-color.org).
+Human output on a terminal fits its width (80 columns at the least); off a terminal (a
+pipe, a file, cron) nothing is cut, unless ``COLUMNS`` says how wide to be (as ``ls`` reads
+it; on a terminal it wins over the terminal's own width too). A URL or a path that must be
+shortened loses whole segments from its middle, never the part that names the thing:
+``http://127.0.0.1:34367/…/article.html`` keeps the scheme, host and port and the last
+segment, ``/…/feedsync-1000/feedsync.db`` the folder with the uid and the file; a line
+with such a value in it runs over the width rather than cut it. ``--json`` gives every
+value whole. Colour only when stdout is a terminal, and never with ``NO_COLOR`` set
+(https://no-color.org).
 
 Columns, not characters: a Japanese or Chinese character (and most emoji) takes two
 columns of a terminal, a combining accent none. Every cut measures with
@@ -76,10 +82,20 @@ def command_name() -> str:
     return shlex.quote(str(program.absolute()))
 
 
+#: the width of output that is not cut at all (off a terminal, without ``COLUMNS``)
+WHOLE = sys.maxsize // 4
+
+
 def width(stream: TextIO = sys.stdout) -> int:
+    """The columns a line of human output may take: ``COLUMNS`` when set, else the
+    terminal's width (80 at the least), and off a terminal :data:`WHOLE`: a pipe, a file
+    or a cron mail gets every value whole, for grep and for the reader to copy."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(20, int(columns))
     if stream.isatty():
         return max(80, shutil.get_terminal_size((80, 24)).columns)
-    return 80
+    return WHOLE
 
 
 class Pager(NamedTuple):
@@ -201,14 +217,72 @@ def cut(text: str, room: int) -> str:
 
 
 def cut_middle(text: str, room: int) -> str:
-    """One line of at most ``room`` columns, cut in the middle: both ends of a URL stay
-    readable. Without control characters, like :func:`cut`."""
+    """A URL or a path in at most ``room`` columns where it can be: whole segments left
+    out of its middle ("…" in their place), never what names the thing (:func:`_split`:
+    a URL's scheme, host and port; the last segment, cut in its own middle only when it
+    alone is wider than the room left beside them). What names it is kept even where it
+    does not fit: the line runs over rather than lose it. Other text is cut in its
+    middle. Without control characters, like :func:`cut`."""
     text = clean(text, one_line=True)
     if display_width(text) <= room:
         return text
-    head = (room - 1) * 2 // 3
-    tail = room - 1 - head
-    return _head(text, head) + "…" + (_tail(text, tail) if tail else "")
+    parts = _split(text)
+    if parts is None:
+        head = (room - 1) * 2 // 3
+        tail = room - 1 - head
+        return _head(text, head) + "…" + (_tail(text, tail) if tail else "")
+    start, segments = parts
+    for keep in range(len(segments) - 1, 0, -1):  # the most segments that fit, from the end
+        shorter = start + "/…/" + "/".join(segments[-keep:])
+        if display_width(shorter) <= room:
+            return shorter
+    last = segments[-1]
+    fixed = display_width(start) + 3  # "/…/"
+    room_left = max(room - fixed, 12)  # a last segment wider than the line: its ends
+    if display_width(last) > room_left:  # its start and its end (".html", "?id=5")
+        head = (room_left - 1) // 2
+        last = _head(last, head) + "…" + _tail(last, room_left - 1 - head)
+    return start + ("/…/" if len(segments) > 1 else "/") + last
+
+
+_URL_START = re.compile(r"^(?P<start>[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*)(?P<rest>[/?#].*)?$")
+
+
+def _split(text: str) -> tuple[str, list[str]] | None:
+    """What always stays of a URL or a path, and its segments after that: the scheme,
+    host and port of a URL (its userinfo too: it says whose account), nothing but the
+    root of an absolute path. None for what is neither."""
+    found = _URL_START.match(text)
+    if found is not None:
+        rest = found["rest"] or ""
+        if not rest.startswith("/"):
+            return (text, []) if not rest else None
+        segments = rest[1:].split("/")
+        return found["start"], segments
+    if text.startswith(("/", "~/")):
+        first, _, rest = text.partition("/")
+        return first, rest.split("/")
+    return None
+
+
+def labelled(label: str, value: str, room: int, sep: str = " · ") -> str:
+    """``label``, ``sep`` and a URL or path ``value`` in ``room`` columns: the value
+    shortened by :func:`cut_middle` (to the room a third of the line leaves it, or more
+    where its last segment would be cut), then the label cut at its end to what the
+    value leaves (12 columns at the least)."""
+    label = clean(label, one_line=True)
+    value = clean(value, one_line=True)
+    whole = label + sep + value
+    if display_width(whole) <= room:
+        return whole
+    kept = min(display_width(label + sep), max(room // 3, 12))
+    short = cut_middle(value, room - kept)
+    parts = _split(value)
+    if parts is not None and parts[1] and not short.endswith(parts[1][-1]):
+        # its last segment would be cut: the label gives up more of its room first
+        short = cut_middle(value, room - min(display_width(label), 12) - display_width(sep))
+    left = max(room - display_width(short) - display_width(sep), 12)
+    return cut(label, left) + sep + short
 
 
 # Where a highlight starts and ends in a text to be wrapped (:func:`wrap`): zero columns

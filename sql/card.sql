@@ -334,7 +334,8 @@ INSERT INTO main.news SELECT * FROM card.news WHERE id = :id;
 -- name: live_restore_meta
 INSERT OR REPLACE INTO main.meta (key, value)
 SELECT key, value FROM card.meta
- WHERE key IN ('lineage', 'snapshot_seq', 'snapshot_at', 'snapshot_content_version');
+ WHERE key IN ('lineage', 'snapshot_seq', 'snapshot_at', 'snapshot_content_version')
+    OR key GLOB 'daemon_*';
 
 -- name: live_forget_articles
 -- Retention dropped these articles from the card: the live database's copies go too

@@ -71,6 +71,15 @@ SELECT id, w FROM (
  ORDER BY w DESC, id DESC
  LIMIT :limit;
 
+-- name: news_count
+-- How many articles since :since (news says "20 of 51" when it shows fewer).
+SELECT count(*) AS n FROM (
+    SELECT id, coalesce(published, fetched_at) AS w FROM main.news
+    UNION ALL
+    SELECT id, coalesce(published, fetched_at) AS w FROM card.news
+     WHERE id NOT IN (SELECT id FROM main.news))
+ WHERE w >= :since;
+
 -- name: news_of_feed
 -- The articles a feed carried, with the time they sort by: the articles of its entries
 -- (or of what they are revisions of), and those its entries turned out to duplicate.
@@ -166,6 +175,17 @@ SELECT id, url, title, summary, published, first_seen_at, state, attempts,
         OR s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id))
  ORDER BY s.id DESC
  LIMIT :limit;
+
+-- name: entries_count
+-- How many entries_in_state would list without its :limit.
+SELECT count(*) AS n
+  FROM (SELECT * FROM main.news_summary WHERE state = :state
+        UNION ALL
+        SELECT * FROM card.news_summary
+         WHERE state = :state AND id NOT IN (SELECT id FROM main.news_summary)) AS s
+ WHERE coalesce(s.published, s.first_seen_at) >= :since
+   AND (:feed_id IS NULL
+        OR s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id));
 
 -- name: entries_by_url
 -- show URL: the entries of a URL that have no article (one URL, several titles: all).

@@ -819,7 +819,7 @@ def test_status_tells_a_card_begun_anew_under_a_living_ram_disk_and_the_next_run
     assert card is not None
     card.write_bytes(b"garbage" * 1000)
 
-    done = fs_card.run("status")
+    done = fs_card.run("status", env={"COLUMNS": "80"})  # piped: whole, unless COLUMNS
     assert "is damaged (" in done.stderr and "set aside as" in done.stderr
     assert "saved      never, " in done.stdout and " not on the card yet" in done.stdout
     assert "the card is current" not in done.stdout

@@ -52,7 +52,7 @@ def test_feeds_shows_failures_and_disabled_feeds(fs: FeedsyncEnv, site: Site) ->
     assert "DISABLED: not in the config file any more" in listing
     fs.configure([broken, kept])
     fs.run("run")
-    listing = fs.run("feeds").stdout
+    listing = fs.run("feeds", env={"COLUMNS": "80"}).stdout
     assert "FAILING (2 in a row): HTTP 500 Internal Server Error" in listing
     assert all(len(line) <= 80 for line in listing.splitlines()), listing
 
@@ -298,7 +298,7 @@ def test_feeds_puts_the_consequence_of_a_warning_first(fs: FeedsyncEnv, site: Si
     feed = site.server.set("/gazeta.xml", body, "application/rss+xml")
     fs.configure([feed])
     fs.run("run")
-    listing = fs.run("feeds").stdout
+    listing = fs.run("feeds", env={"COLUMNS": "80"}).stdout
     warning = next(line for line in listing.splitlines() if "warning:" in line)
     assert warning.startswith("    warning: parsed as "), listing
     assert warning.endswith("; 1 entry skipped: no link"), warning
@@ -345,7 +345,7 @@ def test_status_names_the_command_that_lists_failed_articles(fs: FeedsyncEnv, si
     failing, removed = site.page("down", status=500), site.page("removed", status=410)
     site.feed("news.xml", [*items, Item("Down", failing), Item("Removed", removed)])
     fs.run("run", expect=None)
-    text = fs.run("status").stdout
+    text = fs.run("status", env={"COLUMNS": "80"}).stdout  # piped: whole, unless COLUMNS
     assert "queue      0 new, 1 failed (waiting to retry), 1 given up\n" in text, text
     hint = "           which, and why: feedsync news --state failed, or --state given-up\n"
     assert hint in text, text

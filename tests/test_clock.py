@@ -137,7 +137,7 @@ def test_status_says_what_the_clock_is_believed_to_be(
     wrong = json.loads(fs_card.run("status", "--json", env=fake_clock.env()).stdout)["clock"]
     assert (wrong["state"], wrong["retention"]) == ("wrong", "waits")
     assert "before feedsync existed" in wrong["why"]
-    text = fs_card.run("status", env=fake_clock.env()).stdout
+    text = fs_card.run("status", env={**fake_clock.env(), "COLUMNS": "80"}).stdout
     assert "clock      CANNOT BE RIGHT: retention waits for it\n" in text
     assert "           it reads 1970-01-01 00:05, before feedsync existed\n" in text
     assert all(len(line) <= 80 for line in text.splitlines()), text

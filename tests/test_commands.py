@@ -91,6 +91,11 @@ def run(env: FeedsyncEnv, *args: str, expect: int = 0) -> subprocess.CompletedPr
     return env.run(*args, expect=expect)
 
 
+# Output into a pipe is whole; with COLUMNS it fits that width, as on a terminal: the
+# tests of the cutting read it so (tests/test_output.py: the terminal itself, whole).
+WIDTH = {"COLUMNS": "80"}
+
+
 def lines_fit(text: str, width: int = 80) -> bool:
     """Every line within ``width`` columns (a Japanese character takes two)."""
     from feedsync.terminal import display_width
@@ -103,7 +108,7 @@ def lines_fit(text: str, width: int = 80) -> bool:
 
 def test_status_answers_is_it_working(world: tuple[FeedsyncEnv, LocalServer]) -> None:
     env, _ = world
-    text = run(env, "status").stdout
+    text = env.run("status", env=WIDTH).stdout
     assert "daemon     not running" in text
     assert "feeds      2: 2 ok, 0 retrying, 0 failing, 0 disabled" in text
     assert "queue      0 new, 0 failed (waiting to retry), 0 given up" in text
@@ -149,7 +154,7 @@ def test_status_sees_the_daemon_run_and_stop(
 
 def test_feeds_text_json_and_failing(world: tuple[FeedsyncEnv, LocalServer]) -> None:
     env, _ = world
-    text = run(env, "feeds").stdout
+    text = env.run("feeds", env=WIDTH).stdout
     assert "[2] 日本のニュース" in text and "    ok" in text and lines_fit(text)
     data = json.loads(run(env, "feeds", "--json").stdout)
     assert [f["title"] for f in data] == ["World news", "日本のニュース"]
@@ -199,7 +204,7 @@ def test_articles_that_fail_are_listed_shown_and_counted_per_feed(
     fs.configure([good, bad], extract={"max_attempts": 2})
     fs.run("run")
 
-    text = fs.run("feeds").stdout
+    text = fs.run("feeds", env=WIDTH).stdout
     assert "    ARTICLES FAILING: 3 failing; this week none extracted: cannot connect" in text
     assert text.count("    ok\n") == 1 and lines_fit(text)
     assert "feedsync news --state failed" in text
@@ -214,7 +219,7 @@ def test_articles_that_fail_are_listed_shown_and_counted_per_feed(
     assert fs.run("news", "--feed", "2").stdout == (
         "no articles yet, but 3 failed: 'feedsync news --state failed'\n"
     )
-    text = fs.run("news", "--state", "failed").stdout
+    text = fs.run("news", "--state", "failed", env=WIDTH).stdout
     assert "Lost story 2" in text and "Bad · http://127.0.0.1:" in text
     assert text.count("failed 1 time (of 2), next try 20") == 3
     assert text.count("      cannot connect") == 3 and lines_fit(text)
@@ -324,7 +329,7 @@ def test_news_newest_first_with_filters(world: tuple[FeedsyncEnv, LocalServer]) 
     assert {d["title"] for d in only} == {t for t, _ in JAPANESE}
     assert len(json.loads(run(env, "news", "--feed", "1", "--limit", "2", "--json").stdout)) == 2
     assert json.loads(run(env, "news", "--since", "2099-01-01", "--json").stdout) == []
-    text = run(env, "news").stdout
+    text = env.run("news", env=WIDTH).stdout
     assert "Harbour story" in text and lines_fit(text)
 
 
@@ -529,7 +534,7 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("news", "--limit", "0"), "argument --limit: expected a whole number of at least 1"),
+        (("news", "--limit", "x"), "argument --limit: expected a whole number (0: all of them)"),
         (("news", "--since", "last week"), 'argument --since: expected a duration like "24h"'),
         (("news", "--feed", "https://nowhere.example/feed"), "no such feed"),
         (("news", "--feed", "999"), "no such feed"),

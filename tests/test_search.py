@@ -28,6 +28,7 @@ STORIES = {
         "A winter storm kept the ferry in the harbour for a second day.",
     ),
     "bridge": ("Bridge closed after the gale", "Storm damage closed the old bridge."),
+    "fees": ("Hafen erhöht die Gebühren", "Die Gebühren für Liegeplätze steigen im Januar."),
 }
 LATE = ("Café reopens on the quay", "The café by the quay reopened after the storm.")
 
@@ -67,7 +68,7 @@ def world(
                 indexed = store._card_db().index_all(timestamps.to_iso(timestamps.now()))
             finally:
                 store.close()
-            assert indexed == 4
+            assert indexed == len(STORIES)
         items.append(Item(LATE[0], server.set("/articles/late", page(*LATE))))
         server.set("/feeds/news.xml", sitegen.rss2("News", feed, items), "application/rss+xml")
         env.run("run")
@@ -80,7 +81,7 @@ def titles(env: FeedsyncEnv, *query: str) -> set[str]:
 
 
 def test_or_and_not_phrases_and_prefixes(world: FeedsyncEnv) -> None:
-    nasa, plumber, ferry, bridge = (title for title, _ in STORIES.values())
+    nasa, plumber, ferry, bridge, _ = (title for title, _ in STORIES.values())
     cafe = LATE[0]
     assert titles(world, "NASA", "OR", "plumber") == {nasa, plumber}
     assert titles(world, "storm") == {ferry, bridge, cafe}
@@ -96,6 +97,18 @@ def test_or_and_not_phrases_and_prefixes(world: FeedsyncEnv) -> None:
     # a term begins a word: "son" is not in "Anderson", on both engines
     assert titles(world, "son") == set()
     assert titles(world, "ANDERSON") == {plumber}
+
+
+def test_accents_do_not_matter_on_either_side(world: FeedsyncEnv) -> None:
+    """What a feed reader's user expects (search --help and README say so): "gebuhren"
+    finds "Gebühren", through the index and the scan alike, on both engines."""
+    fees = STORIES["fees"][0]
+    for query in ("gebuhren", "GEBÜHREN", "Gebühren", "liegeplatze", "erhoht"):
+        assert titles(world, query) == {fees}, query
+    assert titles(world, "cafe") == titles(world, "café") == titles(world, "CAFÉ") == {LATE[0]}
+    hit = json.loads(world.run("search", "gebuhren", "--json").stdout)[0]
+    assert "[Gebühren]" in hit["snippet"]
+    assert "accents do not matter" in world.run("search", "--help").stdout
 
 
 def test_only_the_words_searched_are_marked(world: FeedsyncEnv) -> None:

@@ -19,7 +19,26 @@ def test_cuts() -> None:
     assert terminal.cut("a long title here", 10) == "a long ti…"
     url = "https://news.example.com/2026/11/22/a-very-long-article-slug.html"
     cut = terminal.cut_middle(url, 40)
-    assert len(cut) == 40 and cut.startswith("https://news.example.com") and cut.endswith(".html")
+    assert len(cut) == 40 and cut.startswith("https://news.example.com/…/")
+    assert cut.endswith(".html")
+    # whole segments go first; the host and port and the uid's folder never
+    assert (
+        terminal.cut_middle(url, 56) == "https://news.example.com/…/a-very-long-article-slug.html"
+    )
+    site = "http://127.0.0.1:34367/articles/library-sunday-opening.html"
+    assert terminal.cut_middle(site, 20).startswith("http://127.0.0.1:34367/")
+    path = "/dev/shm/feedsync-1000/feedsync.db"
+    assert terminal.cut_middle(path, 30) == "/…/feedsync-1000/feedsync.db"
+    assert terminal.cut_middle("not a url or a path at all", 10) == "not a …all"
+
+
+def test_the_width_off_a_terminal_is_whole_unless_columns_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert terminal.width(io.StringIO()) == terminal.WHOLE
+    monkeypatch.setenv("COLUMNS", "100")
+    assert terminal.width(io.StringIO()) == 100
 
 
 def test_no_colour_into_a_pipe_or_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,11 +46,13 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
         f"feeds      {feeds['total']}: {feeds['healthy']} ok, {feeds['retrying']} retrying, "
         f"{feeds['failing']} failing, {feeds['disabled']} disabled",
         f"queue      {queue['new']} new, {queue['failed_waiting']} failed (waiting to "
-        f"retry), {queue['gone']} given up",
+        f"retry), {queue['given_up']} given up",
     ]
     # the counts alone send the owner hunting: name the listing that says which and why
     troubled = [
-        name for name, n in (("failed", queue["failed_waiting"]), ("given-up", queue["gone"])) if n
+        name
+        for name, n in (("failed", queue["failed_waiting"]), ("given-up", queue["given_up"]))
+        if n
     ]
     if troubled:  # commands as typed: "failed|given-up" would be a pipe in a shell
         lines.append(

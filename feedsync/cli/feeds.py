@@ -17,9 +17,11 @@ from feedsync.cli.common import EXIT_OK, UsageError, atomic_text, feed_ref, open
 
 
 def _user_feed_url(url: str) -> str:
-    from feedsync.canonical import canonical_url
+    """The URL a user gives ``add``: http(s), or a ``feed:`` link as a page carries it
+    (``feed://host/x`` is ``http://host/x``, as for ``import-opml``)."""
+    from feedsync.canonical import canonical_url, without_feed_scheme
 
-    canonical = canonical_url(url)
+    canonical = canonical_url(without_feed_scheme(url))
     if canonical is None:
         raise UsageError(f"not an http:// or https:// URL: {url!r}")
     return canonical

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from feedsync.config import Config
-    from feedsync.records import NewsItem, StagedEntry
+    from feedsync.records import NewsItem, SearchHit, StagedEntry
     from feedsync.storage import Storage
 from feedsync.cli.common import (
     ENTRY_STATES,
@@ -32,22 +32,54 @@ def _article_ref(storage: Storage, ref: str) -> NewsItem:
     return item
 
 
+# what --limit 0 and --all ask the storage for: every one (a LIMIT both engines take,
+# and that search's "four times the limit" keeps within a BIGINT)
+EVERY = 1 << 40
+
+
+def _limit(args: argparse.Namespace) -> int:
+    return args.limit or EVERY
+
+
+def cut_short(shown: int, total: int | None) -> None:
+    """A list cut by ``--limit`` says so, on stderr (stdout stays the list), with how
+    to see all of it: "20 of 51 shown (--limit N, or --all)"; ``total`` None: more were
+    found, not counted."""
+    of = f"{shown} of {total}" if total is not None else f"the first {shown}, more found,"
+    print(f"feedsync: {of} shown (--limit N, or --all)", file=sys.stderr)
+
+
 def cmd_news(args: argparse.Namespace, config: Config) -> int:
+    total: int | None = None
+    since = args.since or ""
+    with open_storage(config) as storage:
+        feed_id = feed_ref(storage, args.feed)[0] if args.feed else None
+        if args.state != "extracted":
+            state = ENTRY_STATES[args.state]
+            entries = storage.entries_in_state(state, since, feed_id, _limit(args))
+            if args.limit and len(entries) >= args.limit:
+                total = storage.entries_count(state, since, feed_id)
+            shown = len(entries)
+        else:
+            items = storage.news_list(since, feed_id, _limit(args))
+            others = "" if items or args.json else _not_there(storage, args.since, feed_id)
+            if args.limit and len(items) >= args.limit:
+                total = storage.news_count(since, feed_id)
+            shown = len(items)
+    if args.state != "extracted":
+        _print_entries(args, config, entries)
+    else:
+        _print_news(args, items, others)
+    if total is not None and total > shown:
+        cut_short(shown, total)
+    return EXIT_OK
+
+
+def _print_news(args: argparse.Namespace, items: list[NewsItem], others: str) -> int:
     import json
 
     from feedsync import terminal as t
 
-    with open_storage(config) as storage:
-        feed_id = feed_ref(storage, args.feed)[0] if args.feed else None
-        if args.state != "extracted":
-            entries = storage.entries_in_state(
-                ENTRY_STATES[args.state], args.since or "", feed_id, args.limit
-            )
-        else:
-            items = storage.news_list(args.since or "", feed_id, args.limit)
-            others = "" if items or args.json else _not_there(storage, args.since, feed_id)
-    if args.state != "extracted":
-        return _print_entries(args, config, entries)
     if args.json:
         print(
             json.dumps(
@@ -63,7 +95,7 @@ def cmd_news(args: argparse.Namespace, config: Config) -> int:
     for item in items:
         when = t.short_time(item.published or item.fetched_at)
         print(t.cut(f"[{item.id}] {when}  {item.title}", room))
-        print(t.paint(t.cut_middle(f"      {item.feed_title or '-'} · {item.url}", room), "dim"))
+        print(t.paint(t.labelled(f"      {item.feed_title or '-'}", item.url, room), "dim"))
     return EXIT_OK
 
 
@@ -73,9 +105,9 @@ def _not_there(storage: Storage, since: str | None, feed_id: int | None) -> str:
     failed'")."""
     found = []
     for name, state in ENTRY_STATES.items():
-        count = len(storage.entries_in_state(state, since or "", feed_id, 100))
+        count = storage.entries_count(state, since or "", feed_id)
         if count:
-            found.append((f"{count if count < 100 else '100+'} {name}", name))
+            found.append((f"{count} {name}", name))
     if not found:
         return ""
     states = "|".join(name for _, name in found)
@@ -134,7 +166,7 @@ def _print_entries(args: argparse.Namespace, config: Config, entries: list[Stage
         when = t.short_time(entry.published or entry.first_seen_at)
         print(t.cut(f"{when}  {t.clean(entry.title, one_line=True)}", room))
         feed = ", ".join(title or url for _, url, title in entry.feeds) or "-"
-        print(t.paint(t.cut_middle(f"      {feed} · {entry.url}", room), "dim"))
+        print(t.paint(t.labelled(f"      {feed}", entry.url, room), "dim"))
         state = entry_state_line(entry, config.extract.max_attempts)
         print(t.cut(f"      {state}", room))
         if entry.last_error:
@@ -253,10 +285,22 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     # on a terminal the highlight is put in after the snippet is cut to the width
     marks = (t.MARK_ON, t.MARK_OFF) if colour else ("[", "]")
     with open_storage(config) as storage:
-        hits = storage.search(query, args.limit, marks)
+        # one more than shown: whether the list is cut (search does not count them all)
+        hits = storage.search(query, args.limit + 1 if args.limit else EVERY, marks)
+    more = bool(args.limit) and len(hits) > args.limit
+    hits = hits[: args.limit or None]
     if args.json:
         print(json.dumps([h._asdict() for h in hits], ensure_ascii=False))
-        return EXIT_OK
+    else:
+        _print_hits(query, hits)
+    if more:
+        cut_short(len(hits), None)
+    return EXIT_OK
+
+
+def _print_hits(query: str, hits: list[SearchHit]) -> int:
+    from feedsync import terminal as t
+
     if not hits:
         print(f"nothing found for {query!r}")
         return EXIT_OK

@@ -18,15 +18,53 @@ from feedsync.config import NO_PROXY_NOTE
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with a one-line error, and what it was built with kept where
+    it can be read (argparse keeps it private): ``commands``, each command's parser by
+    name, and :meth:`options`, the option strings of each option. The tests hold the
+    README's command reference to them (tests/test_output.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.recorded: list[argparse.Action] = []  # before argparse adds -h through it
+        self.commands: dict[str, _Parser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.recorded.append(action)
+        return action
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return _Group(self, super().add_mutually_exclusive_group(**kwargs))
+
+    def options(self) -> list[tuple[str, ...]]:
+        """Each option's strings (``("-q", "--quiet")``), in the order added."""
+        return [tuple(a.option_strings) for a in self.recorded if a.option_strings]
+
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage dump: cron mails and scripts read this.
         self.exit(EXIT_USAGE, f"feedsync: error: {message} (see 'feedsync --help')\n")
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+def _limit(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0: all of them), got {text!r}")
     return int(text)
+
+
+def _limit_options(parser: _Parser, what: str) -> None:
+    """``--limit N`` and ``--all`` (the same as ``--limit 0``), the same on every
+    command that lists: a list that is cut says so, and how to see it all."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--limit",
+        type=_limit,
+        default=20,
+        metavar="N",
+        help=f"at most N {what} (default 20; 0: all of them)",
+    )
+    group.add_argument(
+        "--all", dest="limit", action="store_const", const=0, help=f"every one of the {what}"
+    )
 
 
 def _since(text: str) -> str:
@@ -47,6 +85,18 @@ def _since(text: str) -> str:
             f'expected a duration like "24h" or a date like "2026-11-01", got {text!r}'
         ) from None
     return timestamps.to_iso(day)
+
+
+class _Group:
+    """A mutually exclusive group whose options the parser records too."""
+
+    def __init__(self, parser: _Parser, group: Any) -> None:
+        self._parser, self._group = parser, group
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action: argparse.Action = self._group.add_argument(*args, **kwargs)
+        self._parser.recorded.append(action)
+        return action
 
 
 def _global_options(parser: argparse.ArgumentParser, *, main: bool) -> None:
@@ -83,10 +133,10 @@ AND, OR and NOT are operators in capitals only: "and", "or", "not" are words.
 Japanese, Chinese and Korean words are found inside longer runs of text."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="feedsync",
-        description="Poll RSS/Atom feeds and keep every news article exactly once, "
+        description="Poll RSS, Atom and JSON feeds and keep every news article exactly once, "
         "with its full text. --config and --debug may also follow the command's name.",
         epilog=NO_PROXY_NOTE,
     )
@@ -105,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
             **kw,
         )
         _global_options(sub, main=False)
+        parser.commands[name] = sub
         return sub
 
     run = command(
@@ -193,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         help='"24h", "7d" or a date "2026-11-01" (default: all)',
     )
     news.add_argument("--feed", metavar="URL|ID", help="only from this feed (its URL or id)")
-    news.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
+    _limit_options(news, "articles (or entries)")
     news.add_argument(
         "--state",
         choices=("extracted", *ENTRY_STATES),
@@ -219,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search.add_argument("query", nargs="+", help="words to find (see the syntax below)")
-    search.add_argument("--limit", type=_count, default=20, metavar="N", help="at most N (20)")
+    _limit_options(search, "hits")
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
     export = command(
         "export",
@@ -312,11 +363,8 @@ def dashed_words_as_query(parser: argparse.ArgumentParser, argv: list[str]) -> l
     position = _command_position(argv)
     if position is None or argv[position] != "search":
         return argv
-    known: set[str] = set()
-    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
-        choices = getattr(action, "choices", None) or {}
-        if "search" in choices:
-            known = set(choices["search"]._option_string_actions)
+    search = parser.commands["search"] if isinstance(parser, _Parser) else None
+    known = {o for strings in search.options() for o in strings} if search else set()
     words = argv[: position + 1]
     for word in argv[position + 1 :]:
         if word == "--" or not word.startswith("-") or len(word) == 1:

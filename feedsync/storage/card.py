@@ -177,6 +177,8 @@ class Card:
                 # what it says it holds, and the rest is written now, not "unchanged".
                 live["snapshot_content_version"] = card.get("snapshot_content_version", "-1")
             if not force and live["content_version"] == live["snapshot_content_version"]:
+                if live.get("daemon_started_at", "") != card.get("daemon_started_at", ""):
+                    _daemon_heartbeat(conn, live)  # once per daemon start, nothing else
                 return Saved(
                     False, seq, live["content_version"], card.get("snapshot_at", ""), 0, 0,
                     "unchanged since the last save",
@@ -202,6 +204,7 @@ class Card:
                 ("saved_from", live.get("live_id", "")),
             ):
                 conn.execute(q["meta_set"], {"key": key, "value": value})
+            _daemon_heartbeat(conn, live)
             # articles saved now that were fetched under a clock feedsync could not
             # believe: the mark goes with them, for retention on the card (Card.settle)
             suspect = [v for v in (live.get(SUSPECT), card.get(SUSPECT)) if v]
@@ -400,3 +403,13 @@ def _age_s(iso: str, now: str) -> float:
     except ValueError:
         return 0.0
     return age if age >= -SLACK.total_seconds() else float("inf")
+
+
+def _daemon_heartbeat(conn: sqlite3.Connection, live: dict[str, str]) -> None:
+    """The daemon's last heartbeat (its pid, host, start, last seen) onto the card, with
+    a save, and at a save with nothing else to write when a daemon started since the
+    last: after a reboot (the live database restored from the card) ``status`` says when
+    it was last seen, not "never started here"."""
+    for key, value in live.items():
+        if key.startswith("daemon_"):
+            conn.execute(queries()["meta_set"], {"key": key, "value": value})

@@ -78,6 +78,11 @@ class Feeds(Protocol):
         """Delete a feed and its links; its articles stay. False when it was not there."""
         ...
 
+    def disable_feed(self, url: str, reason: str) -> bool:
+        """Stop polling a feed, ``reason`` shown in ``feeds``; its entries and links are
+        kept. False when there is no such feed."""
+        ...
+
     def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
         """Every feed and its polling health; with ``week_ago``, its articles' too."""
         ...
@@ -228,6 +233,12 @@ class ArticleQueue(Protocol):
         one (``lease_until`` and the clocks' slack: taken by a clock ahead)."""
         ...
 
+    def articles_held_elsewhere(self, owner: str, now: str, lease_until: str) -> int:
+        """How many queue rows another process than ``owner`` holds at ``now`` (a lease
+        no further ahead than ``lease_until`` and the clocks' slack): the articles a
+        pass leaves to another that is extracting them. Reads only."""
+        ...
+
     def release_job(self, job_id: int, owner: str) -> None:
         """Give back one claimed row without spending an attempt."""
         ...
@@ -318,6 +329,10 @@ class Reading(Protocol):
         """Newest first (``body`` left empty)."""
         ...
 
+    def news_count(self, since: str, feed_id: int | None) -> int:
+        """How many articles :meth:`news_list` would give without its limit."""
+        ...
+
     def news_get(self, ref: int | str) -> NewsItem | None:
         """An article by its id or its URL."""
         ...
@@ -331,6 +346,10 @@ class Reading(Protocol):
     ) -> list[StagedEntry]:
         """Entries without an article in ``state`` ('new', 'failed', 'gone'), newest
         first (``news --state``)."""
+        ...
+
+    def entries_count(self, state: str, since: str, feed_id: int | None) -> int:
+        """How many entries :meth:`entries_in_state` would give without its limit."""
         ...
 
     def entries_by_url(self, url: str) -> list[StagedEntry]:

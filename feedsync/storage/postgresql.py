@@ -46,7 +46,7 @@ from feedsync.records import (
     StorageStatus,
 )
 from feedsync.storage import search as fulltext
-from feedsync.storage.base import SQLStorage, like_escape, search_hit
+from feedsync.storage.base import SQLStorage, search_hit
 from feedsync.storage.errors import StorageError, StorageUnavailable
 from feedsync.storage.pg_connect import (
     display_url,
@@ -278,16 +278,17 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
 
     def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
         """The articles that match (feedsync/search.py says what that means): for each
-        way the query can match, the articles holding its words, case-insensitively,
-        through the trigram index (one- and two-character words are checked by ILIKE
-        itself); the text decides (``Query.matches``), as on SQLite. Titles that match
-        first, then the newest; the snippet is cut around the first match."""
+        way the query can match, the articles holding its words, whatever the case and
+        the accents, through the trigram index (one- and two-character words are checked
+        by the regular expression itself); the text decides (``Query.matches``), as on
+        SQLite. Titles that match first, then the newest; the snippet is cut around the
+        first match."""
         wanted = fulltext.parse(query)
         rows: dict[int, dict[str, Any]] = {}
         for alternative in wanted.alternatives:
             words = [w for term in alternative for w in term.words]
-            patterns = ["%" + like_escape(word) + "%" for word in words]
-            first = max(patterns, key=len)
+            patterns = [fulltext.accent_pattern(word) for word in words]
+            first = patterns[max(range(len(words)), key=lambda i: len(words[i]))]
             for r in self._read("news_search", first=first, patterns=patterns, limit=limit * 4):
                 rows.setdefault(int(r["id"]), dict(r))
         found = [r for r in rows.values() if wanted.matches(r["title"] + " " + r["body"])]

@@ -13,8 +13,12 @@ engines, into an expression over terms:
 AND, OR and NOT are operators in capitals only; an operator with nothing to work on (a
 trailing ``AND``) is left out. A term matches where it begins a word of the title or
 text (``harb`` finds "Harbour", ``son`` does not find "Anderson"), case-insensitively;
-a Japanese, Chinese or Korean term anywhere. Accents count ("cafe" is not "café"):
-PostgreSQL's ``ILIKE`` cannot fold them, and the answer is the same on both engines.
+a Japanese, Chinese or Korean term anywhere. Accents do not count, as in a feed
+reader: "cafe" finds "café", "gebuhren" finds "Gebühren", and "café" finds "cafe"
+(:func:`fold` takes a letter's accents off, as FTS5's ``remove_diacritics 2`` does in
+SQLite's index; on PostgreSQL the candidates come by a regular expression in which each
+letter stands for its accented forms too, :func:`accent_pattern`, through the same
+trigram index).
 
 **One answer on both engines**: each engine fetches candidates with a condition every
 match meets (:attr:`Query.alternatives`: the terms that must be there, one list per way
@@ -41,6 +45,7 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
 
 # Scripts written without spaces between words: kana, CJK ideographs, hangul, and the
@@ -120,8 +125,22 @@ MAX_ALTERNATIVES = 32
 
 
 def _fold_char(char: str) -> str:
+    """One character, case-folded and without its accents ("É" -> "e"); one character
+    always (an "ß" stays, where casefold() would make two of it)."""
     low = char.casefold()
-    return low if len(low) == 1 else char.lower() if len(char.lower()) == 1 else char
+    low = low if len(low) == 1 else char.lower() if len(char.lower()) == 1 else char
+    return _bare(low)
+
+
+def _bare(char: str) -> str:
+    """``char`` without the marks its canonical decomposition puts on a base letter
+    ("é" is "e" and an acute accent): the base, when it is one character."""
+    if char.isascii():
+        return char
+    parts = unicodedata.normalize("NFD", char)
+    if len(parts) > 1 and all(unicodedata.combining(p) for p in parts[1:]):
+        return parts[0]
+    return char
 
 
 class _FoldTable(dict[int, str]):
@@ -147,7 +166,55 @@ def fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     folded = text.casefold()
-    return folded if len(folded) == len(text) else text.translate(_FOLD)
+    if len(folded) != len(text):
+        return text.translate(_FOLD)
+    if _ACCENTED.search(folded) is None:
+        return folded  # no letter that can carry an accent (most Japanese, say)
+    return folded.translate(_BARE)
+
+
+class _BareTable(dict[int, str]):
+    """``str.translate``'s table for :func:`_bare`, filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        bare = self[code] = _bare(chr(code))
+        return bare
+
+
+_BARE = _BareTable()
+# the scripts whose letters take accents that fold away: Latin, Greek, Cyrillic
+_LETTERS_WITH_MARKS = "\u00c0-\u024f\u0370-\u04ff\u1e00-\u1fff"
+_ACCENTED = re.compile(f"[{_LETTERS_WITH_MARKS}]")
+
+
+@functools.cache
+def _accented_forms() -> dict[str, str]:
+    """Every letter (either case) that folds to each bare letter: {"u": "uUùúûü..."}."""
+    forms: dict[str, list[str]] = {}
+    for code in [*range(0x41, 0x5B), *range(0x61, 0x7B), *range(0xC0, 0x250),
+                 *range(0x370, 0x500), *range(0x1E00, 0x2000)]:  # fmt: skip
+        char = chr(code)
+        folded = fold(char)
+        if len(folded) == 1 and char.isprintable():
+            forms.setdefault(folded, []).append(char)
+    return {k: "".join(v) for k, v in forms.items() if len(v) > 1}
+
+
+def accent_pattern(word: str) -> str:
+    """A PostgreSQL regular expression (for ``~*``) that finds ``word`` whatever the
+    accents on its letters, in the text or in the word: "gebuhren" and "gebühren" are
+    both ``geb[uUùúûü...]hren``. pg_trgm takes its trigrams from such an expression, so
+    it goes through the trigram index as ILIKE did."""
+    forms = _accented_forms()
+    out = []
+    for char in fold(word):
+        if char in forms:
+            out.append("[" + forms[char] + "]")
+        elif char.isalnum():
+            out.append(char)
+        else:
+            out.append("\\" + char if not char.isspace() else "\\s")
+    return "".join(out)
 
 
 @dataclass(frozen=True)

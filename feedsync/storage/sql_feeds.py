@@ -90,6 +90,16 @@ class SQLFeeds(SQLCore):
 
         return self._write(work)
 
+    def disable_feed(self, url: str, reason: str) -> bool:
+        def work(conn: Connection) -> bool:
+            row = self._exec(conn, "feed_by_url", url=url).fetchone()
+            if row is None:
+                return False
+            self._exec(conn, "feed_disable", id=row["id"], reason=reason)
+            return True
+
+        return self._write(work)
+
     def feed_health(self, week_ago: str | None = None) -> list[FeedHealth]:
         """Every feed with its polling health and, when ``week_ago`` is given, its
         articles' (``feedsync feeds``): pending, failing, given up and extracted."""

@@ -62,6 +62,15 @@ class SQLArticleQueue(SQLCore):
 
         return sorted(self._write(work), key=lambda job: job.id)
 
+    def articles_held_elsewhere(self, owner: str, now: str, lease_until: str) -> int:
+        rows = self._read(
+            "extract_held_elsewhere",
+            owner=owner,
+            now=now,
+            lease_horizon=clock.horizon(lease_until),
+        )
+        return int(rows[0]["n"])
+
     def release_job(self, job_id: int, owner: str) -> None:
         self._write(lambda conn: self._exec(conn, "extract_release_one", id=job_id, owner=owner))
 

@@ -51,6 +51,11 @@ class SQLReading(SQLCore):
                 items.append(NewsItem(**{**dict(found[0]), "body": ""}))
         return items
 
+    def news_count(self, since: str, feed_id: int | None) -> int:
+        if feed_id is None:
+            return int(self._read("news_count", since=since)[0]["n"])
+        return sum(1 for r in self._read("news_of_feed", feed_id=feed_id) if r["w"] >= since)
+
     def news_get(self, ref: int | str) -> NewsItem | None:
         rows = (
             self._read("news_by_id", id=ref)
@@ -77,6 +82,10 @@ class SQLReading(SQLCore):
             "entries_in_state", state=state, since=since, feed_id=feed_id, limit=limit
         )
         return [self._staged(r) for r in rows]
+
+    def entries_count(self, state: str, since: str, feed_id: int | None) -> int:
+        rows = self._read("entries_count", state=state, since=since, feed_id=feed_id)
+        return int(rows[0]["n"])
 
     def entries_by_url(self, url: str) -> list[StagedEntry]:
         """The entries of ``url`` that have no article (pending, failed, given up)."""

@@ -3,6 +3,15 @@
 -- with a lease in one short transaction, fetched and extracted outside any
 -- transaction, and the outcome is written in another.
 
+-- name: extract_held_elsewhere
+-- Queue rows another process holds (its lease runs, and was set by a clock like ours:
+-- the claim would take the others), for a pass that found none of them to take.
+SELECT count(*) AS n
+  FROM news_summary
+ WHERE state IN ('new', 'failed')
+   AND lease_owner IS NOT NULL AND lease_owner <> :owner
+   AND lease_until >= :now AND lease_until <= :lease_horizon;
+
 -- name: extract_claim
 -- Up to :limit rows after :after_id (a run walks the queue once, in id order; with
 -- :own_only = 1, only the rows leased to this process already: `run --feed`): new rows,

@@ -35,18 +35,23 @@ SELECT id, coalesce(published, fetched_at) AS w
  ORDER BY w DESC, id DESC
  LIMIT :limit;
 
+-- name: news_count
+SELECT count(*) AS n FROM news WHERE coalesce(published, fetched_at) >= :since;
+
 -- name: news_search
 -- Search, the candidates of one way a query can match (feedsync/search.py): every word
--- anywhere in the title or the text (:patterns, '%word%' each, LIKE-escaped),
--- case-insensitively; :first, the longest of them, goes through the trigram index
--- (sql/postgresql/migrations/0004_search.sql). Titles that match first, then the newest.
+-- anywhere in the title or the text (:patterns, one regular expression each, in which
+-- a letter stands for its accented forms too: search.accent_pattern), whatever the
+-- case and the accents; :first, the longest of them, goes through the trigram index
+-- (sql/postgresql/migrations/0004_search.sql: pg_trgm takes trigrams from a regular
+-- expression as from a LIKE pattern). Titles that match first, then the newest.
 -- Python decides on the text (where a word starts, phrases, excluded words) and cuts
 -- the snippet.
 SELECT n.id, n.url, n.title, n.published, n.feed_title, n.fetched_at, n.body
   FROM news AS n
- WHERE (n.title || ' ' || n.body) ILIKE :first
-   AND (n.title || ' ' || n.body) ILIKE ALL (:patterns)
- ORDER BY n.title ILIKE ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
+ WHERE (n.title || ' ' || n.body) ~* :first
+   AND (n.title || ' ' || n.body) ~* ALL (:patterns)
+ ORDER BY n.title ~* ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
           n.id DESC
  LIMIT :limit;
 
@@ -67,3 +72,11 @@ SELECT id, url, title, summary, published, first_seen_at, state, attempts,
         OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id))
  ORDER BY s.id DESC
  LIMIT :limit;
+
+-- name: entries_count
+SELECT count(*) AS n
+  FROM news_summary AS s
+ WHERE state = :state
+   AND coalesce(s.published, s.first_seen_at) >= :since
+   AND (CAST(:feed_id AS BIGINT) IS NULL
+        OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id));
