@@ -41,12 +41,13 @@ TASKS_PER_WORKER = 200
 # ``[extract] workers = "auto"`` (the default): sized to the board, see auto_workers.
 AUTO = "auto"
 # One worker per this much RAM (the board's nominal size: MemTotal rounded to whole GiB).
-# A worker peaks at ~95 MB of PSS on the bench's real news pages (trafilatura, lxml's
-# trees, and dateparser's tables of every locale, which htmldate loads for a page whose
-# date is only in its text), on top of ~45 MB that any extraction costs (the feedsync
-# process, the forkserver, multiprocessing's resource tracker): 1 worker is ~140 MB,
-# 2 are ~235 MB; on a 1 GB Pi 3 two would take a quarter of the RAM beside the live
-# database's RAM disk (10% of it), on a 512 MB Zero 2 W nearly half.
+# A worker peaks at ~55 MB of PSS on the bench's real news pages (trafilatura, lxml's
+# trees), on top of ~45 MB that any extraction costs (the feedsync process, the
+# forkserver, multiprocessing's resource tracker): 1 worker is ~100 MB on the bench. A
+# worker that searches an undated entry's page for a date written only in words loads
+# dateparser's tables of every locale (~40 MB more, see _date_search): then 1 worker is
+# ~140 MB and 2 ~235 MB; on a 1 GB Pi 3 two would take a quarter of the RAM beside the
+# live database's RAM disk (10% of it), on a 512 MB Zero 2 W nearly half.
 RAM_PER_WORKER_GIB = 2
 # trafilatura's favor_precision scores F1 0.957 against the gold text of the Article
 # Extraction Benchmark pages, the default 0.942 (measured, see docs/architecture.md).
@@ -191,7 +192,7 @@ def _date_search(page_date: bool) -> dict[str, Any] | None:
     with every language enabled, which loads its tables of its 205 languages: ~40 MB
     that the worker keeps until it is recycled. On the bench's 100 pages (bench scenario 3), in
     one process: peak RSS 140 MB with the extensive search, 97 MB with the fast one (two
-    of the 100 pages reached dateparser); the fast search also costs ~4% less CPU.
+    of the 100 pages reached dateparser); in a warm process it also costs ~4% less CPU.
 
     What the fast search loses is the page's date, where the feed has its own anyway. Of
     the 75 real pages of ../shared/corpus (articles/), it finds the same date as the
