@@ -298,7 +298,8 @@ def _per_day(details: dict[str, Any]) -> list[str]:
         out += [f"![the year, day by day]({details['plot']})", ""]
     out += [
         "| day | articles on the card | live database | card database | card written that"
-        " day | RSS | pass with nothing new (CPU) | search: English / 2 / 3 Japanese chars |",
+        " day | RSS of the daemon | pass with nothing new (CPU) | search: English / 2 / 3"
+        " Japanese chars |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     step = 10 if len(days) >= 20 else 1
@@ -311,7 +312,8 @@ def _per_day(details: dict[str, Any]) -> list[str]:
         out.append(
             f"| {d['day']} | {d['articles']:,} | {_mb(d['live_bytes'])} | "
             f"{_mb(d['card_bytes'])} | {_mb(d['card_written'])} | "
-            f"{d['rss_kb'] / 1e3:.0f} MB | {d['noop_cpu_s'] * 1e3:.0f} ms | {searches} |"
+            f"{d.get('daemon_rss_kb', d['rss_kb']) / 1e3:.0f} MB | "
+            f"{d['noop_cpu_s'] * 1e3:.0f} ms | {searches} |"
         )
     return [*out, ""]
 

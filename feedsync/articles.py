@@ -159,7 +159,13 @@ class ArticleQueue:
             kind = (page.content_type or "text/html").split(";")[0].strip().lower()
             if kind not in HTML_TYPES:
                 raise ExtractError(f"not an HTML page ({kind}): skipped", permanent=True)
-            article = await self._extractor.extract(page.body, page.url, page.content_type)
+            article = await self._extractor.extract(
+                page.body,
+                page.url,
+                page.content_type,
+                # the page's date only stands in for the feed's (decide.article_published)
+                page_date=not job.published,
+            )
         except HostBlocked:  # it said 429/503 while this one waited for its turn
             await c.on_lane(c.storage.release_job, job.id, c.owner)
             c.stats.deferred += 1

@@ -41,12 +41,13 @@ TASKS_PER_WORKER = 200
 # ``[extract] workers = "auto"`` (the default): sized to the board, see auto_workers.
 AUTO = "auto"
 # One worker per this much RAM (the board's nominal size: MemTotal rounded to whole GiB).
-# A worker peaks at ~95 MB of PSS on the bench's real news pages (trafilatura, lxml's
-# trees, and dateparser's tables of every locale, which htmldate loads for a page whose
-# date is only in its text), on top of ~45 MB that any extraction costs (the feedsync
-# process, the forkserver, multiprocessing's resource tracker): 1 worker is ~140 MB,
-# 2 are ~235 MB; on a 1 GB Pi 3 two would take a quarter of the RAM beside the live
-# database's RAM disk (10% of it), on a 512 MB Zero 2 W nearly half.
+# A worker peaks at ~55 MB of PSS on the bench's real news pages (trafilatura, lxml's
+# trees), on top of ~45 MB that any extraction costs (the feedsync process, the
+# forkserver, multiprocessing's resource tracker): 1 worker is ~100 MB on the bench. A
+# worker that searches an undated entry's page for a date written only in words loads
+# dateparser's tables of every locale (~40 MB more, see _date_search): then 1 worker is
+# ~140 MB and 2 ~235 MB; on a 1 GB Pi 3 two would take a quarter of the RAM beside the
+# live database's RAM disk (10% of it), on a 512 MB Zero 2 W nearly half.
 RAM_PER_WORKER_GIB = 2
 # trafilatura's favor_precision scores F1 0.957 against the gold text of the Article
 # Extraction Benchmark pages, the default 0.942 (measured, see docs/architecture.md).
@@ -180,8 +181,49 @@ def without_control_references(page: bytes | str) -> bytes | str:
     )
 
 
-def extract_html(html: bytes, url: str, timeout: float, content_type: str | None = None) -> Article:
-    """Extract one page (runs in a worker process). Raises ExtractError."""
+def _date_search(page_date: bool) -> dict[str, Any] | None:
+    """How trafilatura looks for the page's date: its default (None: the extensive
+    search) when the page's date may be stored, its fast search when it will not be.
+
+    The page's date is wanted only for an entry its feed gave no date
+    (:func:`feedsync.decide.article_published` stores the feed's date when there is
+    one). The extensive search ends, for a date written only in words (no
+    year-month-day anywhere in the markup), in htmldate handing the text to dateparser
+    with every language enabled, which loads its tables of its 205 languages: ~40 MB
+    that the worker keeps until it is recycled. On the bench's 100 pages (bench scenario 3), in
+    one process: peak RSS 140 MB with the extensive search, 97 MB with the fast one (two
+    of the 100 pages reached dateparser); in a warm process it also costs ~4% less CPU.
+
+    What the fast search loses is the page's date, where the feed has its own anyway. Of
+    the 75 real pages of ../shared/corpus (articles/), it finds the same date as the
+    extensive search on 70, none on 4 (a German company blog, an archive.org copy of a
+    French page, NHK News Web Easy, football.ua in Russian) and another on 1
+    (assabah.com.tn, in Arabic); of the 19 gold dates of trafilatura's evaluation pages
+    the extensive search finds 17, the fast one 16. The corpus's 8 news feeds of 2026
+    (NYT, WSJ, NPR, BBC, Al Jazeera, DW, Japan Today, Washington Post: 325 entries) date
+    every entry; its undated entries (66 of 739) are in RSS 0.91/0.92 feeds (aif.ru in
+    Russian, artifact-jp.com in Japanese, the specifications' examples) and test files,
+    and their pages are still searched the extensive way, dateparser's 40 MB included."""
+    if page_date:
+        return None
+    from trafilatura.settings import set_date_params
+
+    return set_date_params(False)
+
+
+def extract_html(
+    html: bytes,
+    url: str,
+    timeout: float,
+    content_type: str | None = None,
+    *,
+    page_date: bool = True,
+) -> Article:
+    """Extract one page (runs in a worker process). Raises ExtractError.
+
+    ``page_date=False``: the feed gave the entry's date, so the page's own is never used
+    (:func:`feedsync.decide.article_published`) and is only looked for where it is
+    cheap to find (:func:`_date_search`); the text and every other field are the same."""
     import trafilatura  # here, not at the top: only workers pay for it
 
     page = without_control_references(decoded(html, content_type))
@@ -198,6 +240,7 @@ def extract_html(html: bytes, url: str, timeout: float, content_type: str | None
                 with_metadata=True,
                 include_comments=False,
                 include_tables=True,
+                date_extraction_params=_date_search(page_date),
             )
     except _PageTimeout:
         raise ExtractError(f"extraction took longer than {timeout:g}s") from None
@@ -408,26 +451,49 @@ class Extractor:
             )
         return self._pool
 
+    def _submit(
+        self,
+        pool: ProcessPoolExecutor,
+        html: bytes,
+        url: str,
+        content_type: str | None,
+        page_date: bool,
+    ) -> Future[Article]:
+        return pool.submit(
+            extract_html, html, url, self._timeout, content_type, page_date=page_date
+        )
+
     def _first_submit(
-        self, pool: ProcessPoolExecutor, html: bytes, url: str, content_type: str | None
+        self,
+        pool: ProcessPoolExecutor,
+        html: bytes,
+        url: str,
+        content_type: str | None,
+        page_date: bool,
     ) -> Future[Article]:
         _start_forkserver()
-        return pool.submit(extract_html, html, url, self._timeout, content_type)
+        return self._submit(pool, html, url, content_type, page_date)
 
-    async def extract(self, html: bytes, url: str, content_type: str | None = None) -> Article:
+    async def extract(
+        self, html: bytes, url: str, content_type: str | None = None, *, page_date: bool = True
+    ) -> Article:
+        """The article of one page; ``page_date=False`` when the feed dated the entry
+        (see :func:`extract_html`)."""
         from concurrent.futures.process import BrokenProcessPool
 
         pool = self._ensure_pool()
         try:
             if self._submitted:
-                future = pool.submit(extract_html, html, url, self._timeout, content_type)
+                future = self._submit(pool, html, url, content_type, page_date)
             else:
                 # The first submit of a pool starts its workers, and the first of all
                 # the forkserver (a fresh interpreter), and waits for them: a noticeable
                 # stall on a Pi or a busy machine, during which the event loop would
                 # stand still (every request due to start, and with them the per-host
                 # spacing shared with other pollers).
-                future = await asyncio.to_thread(self._first_submit, pool, html, url, content_type)
+                future = await asyncio.to_thread(
+                    self._first_submit, pool, html, url, content_type, page_date
+                )
                 self._submitted = True
         except (OSError, EOFError) as exc:  # the forkserver died (a signal to the group)
             self._discard(pool)

@@ -9,6 +9,7 @@ backoff, given up as gone after the last attempt, at once when it is not HTML.
 from __future__ import annotations
 
 import pytest
+import sitegen
 from conftest import BACKENDS, NOW, FeedsyncEnv, Site, hours, news_titles
 from sitegen import Item
 
@@ -72,3 +73,35 @@ def test_non_html_article_pages_are_given_up_at_once(fs: FeedsyncEnv, site: Site
     ]
     fs.run("run")
     assert site.hits("/articles/report.pdf") == 1
+
+
+RUSSIAN_MONTHS = (
+    "января", "февраля", "марта", "апреля", "мая", "июня",
+    "июля", "августа", "сентября", "октября", "ноября", "декабря",
+)  # fmt: skip
+
+
+def test_the_pages_date_stands_in_only_for_an_entry_its_feed_left_undated(
+    fs: FeedsyncEnv, site: Site
+) -> None:
+    """Two pages dated only in Russian words, three days ago: the entry without a date
+    in its feed is stored with the page's date (the worker searched it the extensive
+    way), the one with a date keeps the feed's (the worker did not look hard: see
+    feedsync.extract._date_search)."""
+    day = hours(72)
+    words = f"{day.day} {RUSSIAN_MONTHS[day.month - 1]} {day.year}, 14:30"
+    items = []
+    for slug in ("undated", "dated"):
+        paragraphs = "".join(f"<p>{p}</p>" for p in sitegen.prose(slug, 4, 4))
+        page = (
+            f'<html lang="ru"><head><title>{slug}</title></head><body><article>'
+            f'<h1>{slug}</h1><div class="meta">{words}</div>{paragraphs}</article></body></html>'
+        )
+        url = site.server.set(f"/articles/{slug}", page.encode(), "text/html; charset=utf-8")
+        items.append(Item(slug, url, None if slug == "undated" else hours(1)))
+    fs.configure([site.feed("f.xml", items)])
+    fs.run("run")
+    assert fs.query("SELECT title, substr(published, 1, 10) FROM news ORDER BY title") == [
+        ("dated", hours(1).strftime("%Y-%m-%d")),
+        ("undated", day.strftime("%Y-%m-%d")),
+    ]

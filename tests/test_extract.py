@@ -135,6 +135,49 @@ def test_the_worker_pool_extracts_pages_side_by_side() -> None:
         assert sitegen.prose(slug)[0] in text
 
 
+def _page_dated_in_russian_words() -> bytes:
+    """An article whose only date is "15 августа 2016" in its text: no date in the
+    markup, the URL or a meta tag, so only dateparser can read it."""
+    paragraphs = "".join(f"<p>{p}</p>" for p in sitegen.prose("podolski", 4, 4))
+    title = "Подольски завершил карьеру в сборной"
+    return (
+        f'<html lang="ru"><head><title>{title}</title></head><body><article>'
+        f'<h1>{title}</h1><div class="meta">15 августа 2016, 14:30</div>{paragraphs}'
+        "</article></body></html>"
+    ).encode()
+
+
+def test_a_worker_loads_no_date_tables_for_an_entry_its_feed_dated() -> None:
+    """The page's date stands in only for an entry without a date in its feed. For one
+    with a date, the page's is looked for only the fast way: a date written in Russian
+    words stays unread, and the worker never loads dateparser, whose tables of every
+    language cost ~40 MB on the bench. Without a feed date the page is searched as
+    trafilatura does by default and its date found, dateparser included."""
+    page = _page_dated_in_russian_words()
+
+    async def main() -> tuple[Article, bool, Article, bool]:
+        extractor = Extractor(workers=1, timeout=30)  # one worker: the same process
+        try:
+
+            async def dateparser_loaded() -> bool:
+                pool = extractor._ensure_pool()
+                probe = pool.submit(eval, "'dateparser' in __import__('sys').modules")
+                return bool(await asyncio.wrap_future(probe))
+
+            dated = await extractor.extract(page, "https://e.com/dated", page_date=False)
+            loaded_dated = await dateparser_loaded()
+            undated = await extractor.extract(page, "https://e.com/undated")
+            return dated, loaded_dated, undated, await dateparser_loaded()
+        finally:
+            extractor.close()
+
+    dated, loaded_dated, undated, loaded_undated = asyncio.run(main())
+    assert sitegen.prose("podolski", 4, 4)[0] in dated.text
+    assert dated.text == undated.text and dated.title == undated.title
+    assert dated.date is None and not loaded_dated
+    assert undated.date == "2016-08-15" and loaded_undated
+
+
 GIB = 2**30
 
 

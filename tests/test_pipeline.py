@@ -259,10 +259,12 @@ def test_an_unforeseen_exception_stays_with_its_feed_or_its_article(
             raise RuntimeError("a library bug\nwith a second line")
         return await real_get(client, url, **options)  # type: ignore[arg-type]
 
-    async def extract(self: Extractor, body: bytes, url: str, *rest: object) -> object:
+    async def extract(
+        self: Extractor, body: bytes, url: str, *rest: object, **options: object
+    ) -> object:
         if url.endswith("/cursed-page"):
             raise KeyError("boom")
-        return await real_extract(self, body, url, *rest)  # type: ignore[arg-type]
+        return await real_extract(self, body, url, *rest, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(fetch, "get", get)
     monkeypatch.setattr(Extractor, "extract", extract)

@@ -12,8 +12,11 @@ then sends one JSON line per step on stdin; this process answers one JSON line e
   would take days), then the daemon's snapshot job (the save to the card).
 - ``{"day": N, "at": ISO}``: the daemon's retention job, then a marker written to MARKS
   (the bench splits the card's writes per day at these markers), then the day's figures:
-  the live database's size, this process's RSS, a pass with nothing new (every feed
-  answers 304), searches (an English word, two and three Japanese characters).
+  the live database's size, a pass with nothing new (every feed answers 304), this
+  process's RSS (the daemon's day done), searches (an English word, two and three
+  Japanese characters) and the RSS again after them. The daemon never searches (``feedsync
+  search`` is a process of its own): the first RSS is the daemon's, the second what the
+  searches leave in this process too.
 - ``{"stop": true}``: close and exit.
 
 Article texts: the gold texts of the real news pages in ``../shared/corpus`` (the sizes of
@@ -176,6 +179,7 @@ def main() -> int:
             wall = time.perf_counter()
             idle = Pass(config, storage, quiet, clock=clock, extract=False).run()
             noop = (time.process_time() - cpu, time.perf_counter() - wall)
+            daemon_rss = vm_rss_kb()  # the daemon's day done; the searches are not its
             searched = {}
             for name, term in terms.items():
                 started = time.perf_counter()
@@ -188,7 +192,8 @@ def main() -> int:
                         "day": step["day"],
                         "live_bytes": live_bytes,
                         "card_bytes": config.storage.card_path.stat().st_size,
-                        "rss_kb": vm_rss_kb(),
+                        "daemon_rss_kb": daemon_rss,
+                        "rss_kb": vm_rss_kb(),  # after the searches
                         "noop_cpu_s": noop[0],
                         "noop_wall_s": noop[1],
                         "noop_not_modified": idle.not_modified,
