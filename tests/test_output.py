@@ -335,7 +335,8 @@ def test_add_takes_a_feed_link_as_import_opml_does(fs: FeedsyncEnv, site: Site) 
     url = site.feed("news.xml", [Item("One", site.page("one"))])
     done = fs.run("add", url.replace("http://", "feed://"))
     assert done.stdout.startswith(f"added {url}: ")
-    assert fs.run("add", "feed:" + url).stdout == f"already there: {url}\n"
+    again = fs.run("add", "feed:" + url).stdout
+    assert again.startswith(f"already there: [1] {url}; not fetched again"), again
 
 
 # ---------------------------------------------------------------- README and --help
