@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -58,6 +59,14 @@ TIMESYNCD_SYNCED = TIMESYNCD / "synchronized"
 SERVICES = (("chrony", Path("chrony")), ("ntpd", Path("ntpd.pid")))
 # What the system said is asked again after this long (the daemon asks at every pass).
 ASK_EVERY_S = 60.0
+# ... and after this long when only ``timedatectl`` could answer (the service's sandbox):
+# each ask starts systemd-timedated over D-Bus, which exits 30 s after its last call. On
+# the emulated Pi (tests/pi, the clock phase) a start took 5-7 s and 3.5-4 s of CPU:
+# asked every minute, the 3 s it was given never sufficed (the daemon never learnt the
+# clock was synchronized) and it cost a few per cent of the board's CPU for nothing.
+ASK_TIMEDATED_EVERY_S = 600.0
+# How long timedatectl may take: timedated's start on a slow board, and a busy bus.
+TIMEDATECTL_TIMEOUT_S = 20.0
 
 
 class Sync(NamedTuple):
@@ -182,7 +191,7 @@ def timedated_synchronized() -> bool | None:
             ["timedatectl", "show", "--property=NTPSynchronized", "--value"],
             capture_output=True,
             text=True,
-            timeout=3,
+            timeout=TIMEDATECTL_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -213,18 +222,31 @@ def synchronization(kernel: bool | None, run: Path = Path("/run")) -> Sync:
     return Sync(UNKNOWN, "no time service found, the kernel's state unreadable")
 
 
-_asked: tuple[float, Sync] | None = None
+_asked: tuple[float, Sync] | None = None  # when (monotonic), what
+_asked_again_after = ASK_EVERY_S
 
 
-def system_synchronization() -> Sync:
+def system_synchronization(
+    kernel: Callable[[], bool | None] = kernel_synchronized,
+    timedated: Callable[[], bool | None] = timedated_synchronized,
+) -> Sync:
     """:func:`synchronization` of this system, asked again at most every
-    :data:`ASK_EVERY_S` seconds in a process (the daemon judges the clock at every pass;
-    under the service's sandbox the answer costs a ``timedatectl``)."""
-    global _asked
+    :data:`ASK_EVERY_S` seconds in a process (the daemon judges the clock at every pass),
+    every :data:`ASK_TIMEDATED_EVERY_S` where only ``timedatectl`` answers (under the
+    service's sandbox). ``kernel`` and ``timedated`` are the ways of asking (tests)."""
+    global _asked, _asked_again_after
     now = time.monotonic()
-    if _asked is None or now - _asked[0] >= ASK_EVERY_S:
-        kernel = kernel_synchronized()
-        if kernel is None:
-            kernel = timedated_synchronized()
-        _asked = (now, synchronization(kernel))
+    if _asked is None or now - _asked[0] >= _asked_again_after:
+        said = kernel()
+        _asked_again_after = ASK_EVERY_S
+        if said is None:
+            said = timedated()
+            _asked_again_after = ASK_TIMEDATED_EVERY_S
+        _asked = (now, synchronization(said))
     return _asked[1]
+
+
+def forget() -> None:
+    """Ask the system again at the next :func:`system_synchronization` (tests)."""
+    global _asked
+    _asked = None

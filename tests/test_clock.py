@@ -326,3 +326,28 @@ def test_the_kernel_is_asked_as_timedatectl_asks_it() -> None:
     timedated = clock.timedated_synchronized()
     if timedated is not None:
         assert kernel == timedated
+
+
+def test_a_slow_timedated_is_waited_for_and_not_asked_every_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the service's sandbox (ProtectClock: adjtimex refused) only timedatectl can
+    answer. On the emulated Pi, systemd-timedated took 5-7 s to start over D-Bus, past
+    the 3 s timedatectl was given: the daemon never learnt that its clock was
+    synchronized, and started timedated again every minute (~4 s of CPU each). Here a
+    timedatectl that answers after 5 s."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    timedatectl = bin_dir / "timedatectl"
+    timedatectl.write_text(f"#!/bin/sh\necho asked >> {calls}\nsleep 5\necho yes\n")
+    timedatectl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    clock.forget()
+    try:
+        said = clock.system_synchronization(kernel=lambda: None)
+        assert said.state == clock.SYNCHRONIZED, said
+        assert clock.system_synchronization(kernel=lambda: None) == said
+    finally:
+        clock.forget()
+    assert calls.read_text().split() == ["asked"]  # once, not at each pass
