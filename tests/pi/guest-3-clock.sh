@@ -81,27 +81,12 @@ EOF
 log "clock corrected: $(date -u '+%F %T') UTC; timedatectl: $(timedatectl show -p NTPSynchronized --value 2>&1)"
 corrected_at=$(now)
 
-# retention runs at once (its next run, a day after the last on the old clock, is past)
-for _ in $(seq 60); do
-    journalctl -u feedsync --since "$since_mark" --no-pager | grep -q 'retention:' && break
-    sleep 5
-done
-journalctl -u feedsync --since "$since_mark" --no-pager >"$OUT/journal-after-correction.txt"
-grep -E 'clock|retention|polled' "$OUT/journal-after-correction.txt" | head -20
-verdict daemon-saw-the-jump "$(grep -q 'the clock jumped ahead by' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
-    "($(grep -o 'the clock jumped ahead by.*' "$OUT/journal-after-correction.txt" | head -1))"
-verdict clock-believed-after-correction "$(grep -q 'the clock can be believed again' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
-    "($(grep -o 'the clock can be believed again.*' "$OUT/journal-after-correction.txt" | head -1))"
-settled=$(grep -oE 'retention: [0-9]+ articles? fetched while the clock could not be believed' "$OUT/journal-after-correction.txt" | grep -oE '[0-9]+' | head -1)
-verdict retention-runs-and-prunes-nothing "$(grep -q 'retention:' "$OUT/journal-after-correction.txt" && ! grep -q 'retention: pruned' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
-    "(retention ran after the correction: ${settled:-no} articles settled by its log line, $((want2 - want1)) fetched under the wrong clock; $(grep -c 'retention: pruned' "$OUT/journal-after-correction.txt") prune lines)"
-first=$(journalctl -u feedsync --since "$since_mark" --no-pager -o short-unix | grep -m1 'retention:' | cut -d' ' -f1)
-figure retention_after_correction_seconds "$(awk -v a="$corrected_at" -v b="${first:-0}" 'BEGIN { printf "%.0f", (b == 0 ? -1 : b - a) }')" s \
-    "from the correction to retention's run (journal; -1: none seen)"
-# what retention judges them by from now on: each article's fetch time, none left 200
-# days back (a settle gives them the corrected clock's time)
-feedsync export >"$OUT/export-after.jsonl" 2>&1
-python3 - "$OUT/export-after.jsonl" "${host%.*}" >"$OUT/fetched-after.txt" <<'EOF'
+# retention runs at once (its next run, or the next save's, is past): it first gives the
+# articles fetched under the wrong clock the corrected clock's time (a settle logs
+# nothing when the save's retention does it: the fetch times say it)
+fetched_back() {
+    feedsync export >"$OUT/export-after.jsonl" 2>&1
+    python3 - "$OUT/export-after.jsonl" "${host%.*}" <<'EOF'
 import json, sys
 from datetime import datetime
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
@@ -109,8 +94,23 @@ corrected = int(sys.argv[2])
 back = [r["url"] for r in rows if datetime.fromisoformat(r["fetched_at"]).timestamp() < corrected - 86400]
 print(f"{len(rows)} articles, {len(back)} with a fetch time more than a day before the correction: {back}")
 EOF
+}
+for _ in $(seq 60); do
+    fetched_back >"$OUT/fetched-after.txt"
+    grep -q "^$want2 articles, 0 with" "$OUT/fetched-after.txt" && break
+    sleep 5
+done
+figure settled_after_correction_seconds "$(since "$corrected_at")" s "from the correction to no article left with a fetch time of the wrong clock (feedsync export)"
 cat "$OUT/fetched-after.txt"
 verdict no-fetch-time-left-behind "$(grep -q "^$want2 articles, 0 with" "$OUT/fetched-after.txt" && echo 1 || echo 0)" "($(cat "$OUT/fetched-after.txt"))"
+journalctl -u feedsync --since "$since_mark" --no-pager >"$OUT/journal-after-correction.txt"
+grep -E 'clock|retention|snapshot' "$OUT/journal-after-correction.txt" | tail -20
+verdict daemon-saw-the-jump "$(grep -q 'the clock jumped ahead by' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
+    "($(grep -o 'the clock jumped ahead by.*' "$OUT/journal-after-correction.txt" | head -1))"
+verdict clock-believed-after-correction "$(grep -q 'the clock can be believed again' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
+    "($(grep -o 'the clock can be believed again.*' "$OUT/journal-after-correction.txt" | head -1))"
+verdict retention-prunes-nothing "$(! grep -q 'retention: pruned' "$OUT/journal-after-correction.txt" && echo 1 || echo 0)" \
+    "($(grep -c 'retention: pruned' "$OUT/journal-after-correction.txt") prune lines after the correction)"
 n=$(articles)
 verdict nothing-pruned-after-correction "$([ "$n" = "$want2" ] && echo 1 || echo 0)" "($n articles after the correction and retention, $want2 expected)"
 feedsync status >"$OUT/status-after.txt" 2>&1
