@@ -229,20 +229,25 @@ _asked_again_after = ASK_EVERY_S
 def system_synchronization(
     kernel: Callable[[], bool | None] = kernel_synchronized,
     timedated: Callable[[], bool | None] = timedated_synchronized,
+    run: Path = Path("/run"),
 ) -> Sync:
     """:func:`synchronization` of this system, asked again at most every
-    :data:`ASK_EVERY_S` seconds in a process (the daemon judges the clock at every pass),
-    every :data:`ASK_TIMEDATED_EVERY_S` where only ``timedatectl`` answers (under the
-    service's sandbox). ``kernel`` and ``timedated`` are the ways of asking (tests)."""
+    :data:`ASK_EVERY_S` seconds in a process (the daemon judges the clock at every pass).
+    Where the kernel cannot be asked (the service's sandbox) and systemd-timesyncd runs,
+    its own file answers (Raspberry Pi OS); else ``timedatectl``, every
+    :data:`ASK_TIMEDATED_EVERY_S`: each ask starts timedated, whose start and stop also
+    put half a dozen lines in the journal, on the SD card (the emulated Pi wrote 2 MB in
+    10 minutes of polling with every pass asking). ``kernel``, ``timedated`` and ``run``
+    are the ways of asking (tests)."""
     global _asked, _asked_again_after
     now = time.monotonic()
     if _asked is None or now - _asked[0] >= _asked_again_after:
         said = kernel()
         _asked_again_after = ASK_EVERY_S
-        if said is None:
+        if said is None and not (run / TIMESYNCD).is_dir():
             said = timedated()
             _asked_again_after = ASK_TIMEDATED_EVERY_S
-        _asked = (now, synchronization(said))
+        _asked = (now, synchronization(said, run))
     return _asked[1]
 
 

@@ -343,11 +343,24 @@ def test_a_slow_timedated_is_waited_for_and_not_asked_every_minute(
     timedatectl.write_text(f"#!/bin/sh\necho asked >> {calls}\nsleep 5\necho yes\n")
     timedatectl.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    run = tmp_path / "run"  # no time service found
+    run.mkdir()
     clock.forget()
     try:
-        said = clock.system_synchronization(kernel=lambda: None)
+        said = clock.system_synchronization(kernel=lambda: None, run=run)
         assert said.state == clock.SYNCHRONIZED, said
-        assert clock.system_synchronization(kernel=lambda: None) == said
+        assert clock.system_synchronization(kernel=lambda: None, run=run) == said
     finally:
         clock.forget()
     assert calls.read_text().split() == ["asked"]  # once, not at each pass
+
+    # where systemd-timesyncd runs (Raspberry Pi OS), its own file answers: timedated is
+    # not started at all (each start put its lines in the journal, on the SD card)
+    (run / "systemd" / "timesync").mkdir(parents=True)
+    (run / "systemd" / "timesync" / "synchronized").touch()
+    try:
+        said = clock.system_synchronization(kernel=lambda: None, run=run)
+    finally:
+        clock.forget()
+    assert said == clock.Sync(clock.SYNCHRONIZED, "systemd-timesyncd set it since boot")
+    assert calls.read_text().split() == ["asked"]
