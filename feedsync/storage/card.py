@@ -133,11 +133,6 @@ class Card:
     def close(self) -> None:
         self._conn.close()
 
-    def release_memory(self) -> None:
-        """SQLite's caches of this connection (pages of the card and of the attached live
-        database) given back to the allocator: ``PRAGMA shrink_memory``."""
-        self._conn.execute("PRAGMA shrink_memory")
-
     def to_this_layout(self, now: str) -> int | None:
         """This feedsync's schema (its migrations) and the card layout, each in one
         transaction: how many articles were filed by month (None: it had the layout)."""

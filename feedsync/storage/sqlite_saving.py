@@ -252,9 +252,8 @@ class SQLiteSaving(SQLStorage):
         if pruned.articles or pruned.entries:
             self._write(work)
         # here, where every retention ends (the daemon's daily job, a save's, `run`'s):
-        # what it took (a month's table and index dropped, the ids listed, the pages it
-        # read) back to the system, SQLite's page caches first (feedsync.heap)
-        self._card_db().release_memory()
-        self._conn.execute("PRAGMA shrink_memory")
+        # what it freed (a month's table and index dropped, the ids listed) back to the
+        # system (feedsync.heap). Not SQLite's page caches (PRAGMA shrink_memory): they
+        # fill again within the hour, and the churn left the process ~2 MB larger
         heap.give_back()
         return len(pruned.articles), len(pruned.entries)
