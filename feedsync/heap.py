@@ -8,7 +8,8 @@ days (bench scenario 9), SQLite's own memory stayed at 7.6 MB and Python's objec
 flat from day 6, yet the process's RSS crept from 70 to 77 MB, freed memory stranded
 between live allocations. ``malloc_trim`` (glibc, since 2.8) gives back every free page
 of every heap; it is called after each save, the moment after the hour's largest
-transient allocation, and costs a few milliseconds.
+transient allocation, and after retention (a month's tables dropped), and costs a few
+milliseconds.
 
 Elsewhere than glibc (musl has no ``malloc_trim``) this does nothing.
 """

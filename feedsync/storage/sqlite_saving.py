@@ -251,4 +251,9 @@ class SQLiteSaving(SQLStorage):
 
         if pruned.articles or pruned.entries:
             self._write(work)
+        # here, where every retention ends (the daemon's daily job, a save's, `run`'s):
+        # what it freed (a month's table and index dropped, the ids listed) back to the
+        # system (feedsync.heap). Not SQLite's page caches (PRAGMA shrink_memory): they
+        # fill again within the hour, and the churn left the process ~2 MB larger
+        heap.give_back()
         return len(pruned.articles), len(pruned.entries)
