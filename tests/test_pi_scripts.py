@@ -77,6 +77,13 @@ def test_world_server(tmp_path: Path) -> None:
         assert "story-024" in urllib.request.urlopen(f"{local}/feeds/politics.xml").read().decode()
         urllib.request.urlopen(f"{local}/control/mark/armed").read()
         assert (state / "mark-armed").exists()
+        # the names the guest phases use (a mark not written left check.py without the
+        # SD window's and the clock correction's moments in the first run)
+        for name in ("sd-window-start", "sd-window-end", "clock-corrected"):
+            urllib.request.urlopen(f"{local}/control/mark/{name}").read()
+            assert (state / f"mark-{name}").exists(), name
+        urllib.request.urlopen(f"{local}/control/mark/..%2F..%2Fescape").read()
+        assert not list(state.parent.glob("*escape*")) and not list(state.glob("*escape*"))
         # the host's clock, which the guest's clock phase sets its own to
         said = float(urllib.request.urlopen(f"{local}/control/time").read())
         assert abs(said - time.time()) < 5

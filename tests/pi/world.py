@@ -180,7 +180,7 @@ class World:
                     self.published.setdefault(w, time.time())
             self.publish()
             answer = f"wave {wave}\n"
-        elif len(parts) == 3 and parts[1] == "mark" and parts[2].isidentifier():
+        elif len(parts) == 3 and parts[1] == "mark" and parts[2].replace("-", "_").isidentifier():
             (self.state / f"mark-{parts[2]}").write_text(f"{time.time():.3f}\n")
             answer = f"mark {parts[2]}\n"
         elif parts == ["control", "time"]:
