@@ -492,16 +492,25 @@ def on_a_terminal(
     environment: dict[str, str],
     timeout: float = 120,
     press: tuple[Callable[[], bool], bytes] | None = None,
+    columns: int | None = None,
 ) -> tuple[int, str]:
     """Run ``command`` with a pseudo-terminal as its stdin, stdout and stderr (what a user
     at a terminal gives it); returns its exit code and everything it printed.
     ``press``: (when, keys): the keys typed once ``when()`` says so (b"\x03" is Ctrl-C:
-    the terminal sends SIGINT to its foreground process group, as for a user)."""
+    the terminal sends SIGINT to its foreground process group, as for a user).
+    ``columns``: the terminal's width, set before the command starts, as a terminal
+    emulator does."""
     import pty
     import select
 
     pid, fd = pty.fork()
-    if pid == 0:  # the child
+    if pid == 0:  # the child: its terminal is fd 0
+        if columns is not None:
+            import fcntl
+            import struct
+            import termios
+
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         os.execve(command[0], command, environment)
     output = b""
     deadline = time.monotonic() + timeout

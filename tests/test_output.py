@@ -10,13 +10,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
 import sitegen
-from conftest import FeedsyncEnv, RunningDaemon, Site, cli_env, wait_until
+from conftest import FeedsyncEnv, RunningDaemon, Site, cli_env, on_a_terminal, wait_until
 from sitegen import Item
 
 from feedsync.cli.parser import build_parser
@@ -27,34 +26,10 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def at_terminal(command: list[str], environment: dict[str, str], columns: int) -> tuple[int, str]:
-    """``command`` on a pseudo-terminal ``columns`` wide (set before it starts, as a
-    terminal emulator does); its exit code and what it printed, without colours."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
-
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: its terminal is fd 0
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        os.execve(command[0], command, environment)
-    output = b""
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # the child closed the terminal: it is done
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    text = ANSI.sub("", output.decode("utf-8", "replace")).replace("\r\n", "\n")
-    return os.waitstatus_to_exitcode(status), text
+    """``command`` on a pseudo-terminal ``columns`` wide; its exit code and what it
+    printed, without colours."""
+    code, output = on_a_terminal(command, environment, timeout=180, columns=columns)
+    return code, ANSI.sub("", output).replace("\r\n", "\n")
 
 
 def _without_columns(fs: FeedsyncEnv) -> dict[str, str]:
