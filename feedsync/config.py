@@ -112,7 +112,7 @@ class ExtractConfig:
     max_attempts: int = _key(values.positive_int, 5)
     retry_backoff: timedelta = _key(values.duration, timedelta(minutes=15))
     # extraction processes; "auto": sized to the board's RAM and cores when extraction
-    # starts (feedsync.extract.auto_workers: 1 below 4 GB or on 2 cores)
+    # starts (feedsync.board.auto_workers: 1 below 4 GB or on 2 cores)
     workers: int | str = _key(values.workers, "auto")
     timeout: timedelta = _key(values.duration, timedelta(seconds=60))
     max_page_bytes: int = _key(values.size, 5 * 1024 * 1024)

@@ -51,7 +51,7 @@ def positive_int(value: Any) -> int:
 
 def workers(value: Any) -> int | str:
     """``[extract] workers``: a number of processes, or "auto", sized to the board when
-    extraction starts (feedsync.extract.auto_workers; not imported here, so reading the
+    extraction starts (feedsync.board.auto_workers; not imported here, so reading the
     config stays cheap)."""
     if value == "auto":
         return "auto"

@@ -40,7 +40,7 @@ from pathlib import Path
 from bench.common import Bench, Result, copy_database
 from bench.measure import BenchError, Cost, last_json, measure
 from bench.world import World, corpus_pages, write_lines
-from feedsync.extract import resolve_workers
+from feedsync.board import resolve_workers
 
 # the RunStats counters of an article that was fetched and extracted, whatever came of it
 DONE = ("extracted", "extract_failed", "gone", "duplicates")

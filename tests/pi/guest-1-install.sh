@@ -82,7 +82,7 @@ figure rss_peak_daemon_kb "$(awk '/^VmHWM/ { print $2 }' "/proc/$(main_pid)/stat
 figure pss_peak_kb "$(awk 'BEGIN { m = 0 } $5 > m { m = $5 } END { print m }' "$OUT/rss-samples.txt")" kB \
     "largest sum of PSS (smaps_rollup) over the daemon and its workers, sampled every second during the first pass"
 figure mem_total_kb "$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)" kB "the guest's MemTotal (a 1 GB board)"
-figure extract_workers_auto "$(/opt/feedsync/venv/bin/python -c 'from feedsync.extract import Board, auto_workers; print(auto_workers(Board.this_one()))' 2>&1 | tail -1)" - \
+figure extract_workers_auto "$(/opt/feedsync/venv/bin/python -c 'from feedsync.board import Board, auto_workers; print(auto_workers(Board.this_one()))' 2>&1 | tail -1)" - \
     "extraction workers [extract] workers = \"auto\" (the default) gives this board"
 figure peak_processes "$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$OUT/rss-samples.txt")" - "most processes in the service cgroup at once"
 
