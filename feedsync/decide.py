@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from feedsync import clock, timestamps
 
@@ -37,10 +37,11 @@ from feedsync.records import (
     STAGED,
     Answer,
     Entry,
+    Failed,
     FailureOutcome,
     Feed,
-    HostWait,
-    ParsedFeed,
+    FetchOutcome,
+    NotModified,
     PollIntent,
     RedirectState,
 )
@@ -250,7 +251,8 @@ def redirect(
 
 
 class PollRules(NamedTuple):
-    """The settings a feed poll's decision uses (``[poll]``, ``[identity]``, ``[extract]``)."""
+    """The settings a feed poll's decision uses (``[poll]``, ``[identity]``, ``[extract]``)
+    and the pass's ``owner``, whose queue the staged rows are leased to."""
 
     base: timedelta
     min_interval: timedelta
@@ -258,39 +260,28 @@ class PollRules(NamedTuple):
     lookback: timedelta
     identity_window: timedelta
     extract_lease: timedelta | None  # None: staged rows are left free for anyone (stage only)
+    owner: str = ""
 
 
 NO_LEASE = "1970-01-01T00:00:00Z"  # a lease already over
 
 
 def poll(
-    feed: Feed,
-    now: datetime,
-    rules: PollRules,
-    *,
-    jitter: float,
-    owner: str,
-    answer: Answer | None = None,
-    parsed: ParsedFeed | None = None,
-    error: str | None = None,
-    hint: timedelta | None = None,
-    gone: bool = False,
-    host_wait: HostWait | None = None,
-    host_clear: str | None = None,
+    feed: Feed, outcome: FetchOutcome, now: datetime, rules: PollRules, *, jitter: float = 0.0
 ) -> PollIntent:
-    """The whole of one feed poll's outcome, as one intent for ``Storage.record_poll``.
+    """The feed's whole change after one poll, from what its fetch came to.
 
-    - ``error``: no feed this time (network, HTTP status, not a feed, a parser bug):
-      FAILED, retried with the failing feed's backoff and the server's ``hint``
+    - :class:`Failed`: no feed this time (network, HTTP status, not a feed, a parser
+      bug): FAILED, retried with the failing feed's backoff and the server's ``hint``
       (Retry-After); with ``gone`` (410) the feed is disabled instead, never deleted.
-    - ``answer`` without ``parsed``: 304, the validators still hold.
-    - ``answer`` and ``parsed``: the candidates (``candidates``), how far
-      ``latest_published`` advances (``newest_published``), the feed's title, warning
-      and validators, and the next poll at the feed's pace, no sooner than its <ttl> or
-      max-age asks.
+    - :class:`NotModified`: 304, the validators still hold.
+    - :class:`Fetched`: the candidates (``candidates``), how far ``latest_published``
+      advances (``newest_published``), the feed's title, warning and validators, and the
+      next poll at the feed's pace, no sooner than its <ttl> or max-age asks.
     A response that really is the feed (parsed, or 304) also says where the feed lives
-    (``redirect``); a failure says nothing about that. ``host_wait`` / ``host_clear``:
-    the host's politeness state, written with the poll.
+    (``redirect``); a failure says nothing about that. ``jitter``: the caller's random
+    spread of the next poll (a fraction, see ``next_poll_at``). The host's side of the
+    poll (a 429/503 block, its slots) is not the feed's change: records.HostNote.
     """
     at = timestamps.to_iso(now)
 
@@ -306,35 +297,36 @@ def poll(
             jitter=jitter,
         )
 
-    def intent(next_poll: str | None, outcome: str, **fields: Any) -> PollIntent:
+    if isinstance(outcome, Failed):
+        if outcome.gone:
+            error = f"{outcome.error}: the publisher removed this feed"
+            return PollIntent(feed.id, at, None, GONE, error=error, owner=rules.owner)
         return PollIntent(
             feed.id,
             at,
-            next_poll,
-            outcome,
-            owner=owner,
-            host_wait=host_wait,
-            host_clear=host_clear,
-            **fields,
+            next_at(False, outcome.hint),
+            FAILED,
+            error=outcome.error,
+            owner=rules.owner,
         )
-
-    if error is not None or answer is None:
-        reason = error or "no answer"
-        if gone:
-            return intent(None, GONE, error=f"{reason}: the publisher removed this feed")
-        return intent(next_at(False, hint), FAILED, error=reason)
-    moved = feed_move(feed, answer)
-    if parsed is None:
-        return intent(
+    if isinstance(outcome, NotModified):
+        answer = outcome.answer
+        return PollIntent(
+            feed.id,
+            at,
             next_at(True, answer.max_age),
             NOT_MODIFIED,
             etag=answer.etag,
             last_modified=answer.last_modified,
-            redirect=moved,
+            redirect=feed_move(feed, answer),
+            owner=rules.owner,
         )
+    answer, parsed = outcome.answer, outcome.parsed
     chosen = candidates(parsed.entries, feed.latest_published, rules.lookback, now)
     asked = max(parsed.ttl or timedelta(0), answer.max_age or timedelta(0))
-    return intent(
+    return PollIntent(
+        feed.id,
+        at,
         next_at(True, asked),
         STAGED,
         entries=chosen,
@@ -343,7 +335,8 @@ def poll(
         feed_title=parsed.title,
         etag=answer.etag,
         last_modified=answer.last_modified,
-        redirect=moved,
+        redirect=feed_move(feed, answer),
+        owner=rules.owner,
         identity=feed.identity,
         window_start=timestamps.to_iso(now - rules.identity_window),
         lan_host=answer.lan_host,

@@ -6,8 +6,8 @@ As a pipe::
       | claims.FeedClaims (storage.claim_feeds: batches, by host)  -- ~1 txn per many feeds
       | fetch.get (conditional GET, concurrent; hosts.HostGate)    -- network
       | parse.parse_feed                                           -- CPU, the parse thread
-      | decide.poll -> PollIntent (staged/304/failed/gone/moved)   -- pure
-      | storage.record_polls (INSERT OR IGNORE ... RETURNING)      -- <= 1 txn/feed; dedup here
+      | decide.poll(feed, Fetched|NotModified|Failed) -> PollIntent -- pure: the feed's change
+      | storage.record_polls (PollIntent, HostNote)                -- <= 1 txn/feed; dedup here
 
 Feed documents are parsed on a thread of their own, beside the database lane
 (feedsync/context.py), so the lane runs only short transactions: a host's turn is never
@@ -43,8 +43,13 @@ from feedsync.records import (
     NOT_MODIFIED,
     STAGED,
     Answer,
+    Failed,
     Feed,
     FeedClaim,
+    Fetched,
+    FetchOutcome,
+    HostNote,
+    NotModified,
     ParsedFeed,
     PollIntent,
     PollRecord,
@@ -138,8 +143,8 @@ class FeedPolls:
         self._feed_hosts: dict[int, str] = {}  # in listed
         self._parser = ParseThread()
         # the polls' writes: those that finish while the lane is busy go in one transaction
-        self._records: GroupCommit[PollIntent, PollRecord] = GroupCommit(
-            lambda intents: context.on_lane(context.storage.record_polls, intents),
+        self._records: GroupCommit[tuple[PollIntent, HostNote], PollRecord] = GroupCommit(
+            lambda polls: context.on_lane(context.storage.record_polls, polls),
             whole=(StorageUnavailable,),
         )
         self._rules = decide.PollRules(
@@ -149,6 +154,7 @@ class FeedPolls:
             lookback=config.poll.lookback,
             identity_window=config.identity.window,
             extract_lease=config.extract.lease if for_extraction else None,
+            owner=context.owner,
         )
 
     async def listed(self, started_at: str, now: datetime) -> list[Feed]:
@@ -227,8 +233,8 @@ class FeedPolls:
             reason = unexpected(exc)
             logs.LOGGER.debug("feed %s: %s", feed.url, reason, exc_info=True)
             # this write failing too means the database's own trouble: that ends the pass
-            intent = self._decide(feed, error=reason)
-            record = await self._record(intent)
+            intent = self._decide(feed, Failed(reason))
+            record = await self._record(intent, HostNote())
             self._count_feed(feed, intent, record)
         finally:
             HELD_SLOTS.reset(token)
@@ -236,14 +242,15 @@ class FeedPolls:
                 with contextlib.suppress(StorageError):
                     await c.on_lane(c.storage.host_done, host, c.owner, slot)
 
-    async def _record(self, intent: PollIntent) -> PollRecord:
-        """The poll's one write, with the host slots its request held."""
+    async def _record(self, intent: PollIntent, note: HostNote) -> PollRecord:
+        """The poll's one write: the feed's change, and its host's ``note`` with the host
+        slots its request held."""
         c = self.context
         held = HELD_SLOTS.get()
         given = tuple(held or ())
         host = self._feed_hosts.get(intent.feed_id)
         held_host = host if host is not None and c.holds.holds(host) else None
-        record = await self._records(intent._replace(host_slots=given, held_host=held_host))
+        record = await self._records((intent, note._replace(slots=given, held=held_host)))
         if held:
             del held[: len(given)]
         if record.host_wanted:
@@ -299,13 +306,12 @@ class FeedPolls:
                 self._defer()
                 return
             except fetch.FetchError as exc:
-                host_wait = None
+                note = HostNote()
                 hint = exc.retry_after
                 if exc.host_busy:
-                    hint, host_wait = c.host_block(host, exc)
-                intent = self._decide(
-                    feed, error=str(exc), hint=hint, gone=exc.status == 410, host_wait=host_wait
-                )
+                    hint, wait = c.host_block(host, exc)
+                    note = HostNote(wait=wait)
+                intent = self._decide(feed, Failed(str(exc), hint, gone=exc.status == 410))
             else:
                 answer = Answer(
                     etag=response.etag,
@@ -317,15 +323,13 @@ class FeedPolls:
                     lan_host=host_of(response.url) if guard.on_lan else None,
                 )
                 by_308 = response.moved_by_308
-                host_clear = c.host_unblocked(host)
+                note = HostNote(clear=c.host_unblocked(host))
                 if response.not_modified:
-                    intent = self._decide(feed, answer=answer, host_clear=host_clear)
+                    intent = self._decide(feed, NotModified(answer))
                 else:
-                    intent, parsed = await self._parse_and_decide(
-                        feed, response, answer, host_clear
-                    )
+                    intent, parsed = await self._parse_and_decide(feed, response, answer)
         try:
-            record = await self._record(intent)
+            record = await self._record(intent, note)
         except StorageFull as exc:
             # the RAM disk is full and the card cannot take more: nothing of this poll
             # is recorded (the feed is polled again later), no further feed is polled
@@ -343,7 +347,7 @@ class FeedPolls:
         self.context.progress.feed_done(0)
 
     async def _parse_and_decide(
-        self, feed: Feed, response: fetch.Response, answer: Answer, host_clear: str | None
+        self, feed: Feed, response: fetch.Response, answer: Answer
     ) -> tuple[PollIntent, ParsedFeed | None]:
         """The document parsed on the parse thread; a parse that fails (not a feed, or a
         parser bug on hostile input) is the poll's failure, not the pass's."""
@@ -360,23 +364,16 @@ class FeedPolls:
             )
         except Exception as exc:  # a parser bug on hostile input must not end the pass
             reason = f"cannot parse: {type(exc).__name__}: {exc}".splitlines()[0][:300]
-            return self._decide(feed, error=reason, host_clear=host_clear), None
+            return self._decide(feed, Failed(reason)), None
         if isinstance(parsed, str):  # not a feed: why
-            return self._decide(feed, error=parsed, host_clear=host_clear), None
-        intent = self._decide(
-            feed, answer=answer, parsed=parsed, host_clear=host_clear, now=fetched_at
-        )
-        return intent, parsed
+            return self._decide(feed, Failed(parsed)), None
+        return self._decide(feed, Fetched(answer, parsed), fetched_at), parsed
 
-    def _decide(self, feed: Feed, *, now: datetime | None = None, **outcome: Any) -> PollIntent:
+    def _decide(self, feed: Feed, outcome: FetchOutcome, now: datetime | None = None) -> PollIntent:
+        """decide.poll at this pass's rules, with the jitter of its random source."""
         c = self.context
         return decide.poll(
-            feed,
-            now or c.clock(),
-            self._rules,
-            jitter=c.rng.uniform(-0.1, 0.1),
-            owner=c.owner,
-            **outcome,
+            feed, outcome, now or c.clock(), self._rules, jitter=c.rng.uniform(-0.1, 0.1)
         )
 
     def _count_feed(

@@ -131,14 +131,43 @@ class HostWait(NamedTuple):
     reason: str
 
 
-class PollIntent(NamedTuple):
-    """Everything one feed poll writes, whatever its outcome, applied by storage in ONE
-    transaction (``Storage.record_poll``), decided by ``decide.poll`` with no I/O.
+class Fetched(NamedTuple):
+    """A feed poll's fetch outcome: a document that really is a feed, parsed."""
 
+    answer: Answer
+    parsed: ParsedFeed
+
+
+class NotModified(NamedTuple):
+    """A feed poll's fetch outcome: 304, the validators still hold."""
+
+    answer: Answer
+
+
+class Failed(NamedTuple):
+    """A feed poll's fetch outcome: no feed this time (network, HTTP status, not a feed, a
+    parser bug), ``hint`` the server's Retry-After; ``gone``: it said 410."""
+
+    error: str
+    hint: timedelta | None = None
+    gone: bool = False
+
+
+# What a feed's fetch came to: the input of decide.poll, told apart by type, not by
+# which of several optional arguments is None.
+FetchOutcome = Fetched | NotModified | Failed
+
+
+class PollIntent(NamedTuple):
+    """The feed's whole change after one poll, whatever its outcome, decided by
+    ``decide.poll`` with no I/O and applied by storage in ONE transaction
+    (``Storage.record_poll``, with the poll's :class:`HostNote`).
+
+    ``outcome`` says which statements apply it (STAGED, NOT_MODIFIED, FAILED, GONE).
     ``entries`` are the candidates (see ``decide.candidates``); storage inserts them with
     INSERT OR IGNORE and reports which rows that insert really created. Those rows are
-    leased to ``owner`` until ``lease_until`` so that only this process extracts them.
-    Every outcome gives the feed's claim back.
+    leased to ``owner`` (the pass, ``PollRules.owner``) until ``lease_until`` so that only
+    this process extracts them. Every outcome gives the feed's claim back.
     """
 
     feed_id: int
@@ -153,13 +182,6 @@ class PollIntent(NamedTuple):
     last_modified: str | None = None
     error: str | None = None  # FAILED and GONE: why, for feeds.last_error
     redirect: RedirectState | None = None  # None: nothing to write about moves
-    host_wait: HostWait | None = None  # the feed's host said 429/503
-    host_clear: str | None = None  # a host whose backoff this good answer ends
-    # the hosts' shared slots (host, slot) the poll's request held, given back with it
-    host_slots: tuple[tuple[str, int], ...] = ()
-    # the feed's host when the poller holds it (feedsync/holds.py): say whether another
-    # process, refused a turn there, wants it
-    held_host: str | None = None
     owner: str = ""
     lease_until: str = ""
     identity: str = "auto"  # the feed's: "url+title" turns the revision rule off
@@ -169,12 +191,29 @@ class PollIntent(NamedTuple):
     lan_host: str | None = None
 
 
+class HostNote(NamedTuple):
+    """What a feed poll writes about its host, in the poll's own transaction beside its
+    :class:`PollIntent`: the host's politeness, not the feed's change, and decided by
+    the host's rules (feedsync/host_rules.py), not by ``decide.poll``."""
+
+    wait: HostWait | None = None  # the host said 429/503: left alone until then
+    clear: str | None = None  # a host whose backoff this good answer ends
+    # the hosts' shared slots (host, slot) the poll's request held, given back with it
+    slots: tuple[tuple[str, int], ...] = ()
+    # the feed's host when the poller holds it (feedsync/holds.py): say whether another
+    # process, refused a turn there, wants it (PollRecord.host_wanted)
+    held: str | None = None
+
+
+NO_HOST_NOTE = HostNote()
+
+
 class PollRecord(NamedTuple):
     """What ``Storage.record_poll`` did."""
 
     created_ids: tuple[int, ...] = ()
     linked: int = 0  # feed_entries links written (new or existing rows)
-    host_wanted: bool = False  # another process asks for the held host (held_host)
+    host_wanted: bool = False  # another process asks for the held host (HostNote.held)
     revisions: int = 0  # of the created rows, those that are another version of a story
     move_refused: str | None = None  # the feed could not take its new URL: why (disabled)
 

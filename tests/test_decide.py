@@ -14,8 +14,11 @@ from feedsync.records import (
     STAGED,
     Answer,
     Entry,
+    Failed,
     Feed,
-    HostWait,
+    Fetched,
+    FetchOutcome,
+    NotModified,
     ParsedFeed,
     PollIntent,
     RedirectState,
@@ -264,6 +267,7 @@ RULES = decide.PollRules(
     lookback=timedelta(hours=24),
     identity_window=timedelta(days=7),
     extract_lease=timedelta(minutes=15),
+    owner="me",
 )
 POLLED = Feed(
     id=7,
@@ -275,8 +279,8 @@ POLLED = Feed(
 )
 
 
-def poll(feed: Feed = POLLED, **outcome: object) -> PollIntent:
-    return decide.poll(feed, FETCHED, RULES, jitter=0.0, owner="me", **outcome)  # type: ignore[arg-type]
+def poll(feed: Feed, outcome: FetchOutcome) -> PollIntent:
+    return decide.poll(feed, outcome, FETCHED, RULES, jitter=0.0)
 
 
 def test_a_parsed_feed_stages_its_candidates_and_advances() -> None:
@@ -290,7 +294,7 @@ def test_a_parsed_feed_stages_its_candidates_and_advances() -> None:
         ),
         ttl=timedelta(hours=2),
     )
-    intent = poll(answer=Answer(etag='"v2"', last_modified="Sun, 22 Nov 2026"), parsed=parsed)
+    intent = poll(POLLED, Fetched(Answer(etag='"v2"', last_modified="Sun, 22 Nov 2026"), parsed))
     assert intent.outcome == STAGED
     assert [e.title for e in intent.entries] == ["new", "undated"]
     assert intent.newest_published == "2026-11-22T11:00:00Z"
@@ -304,14 +308,12 @@ def test_a_parsed_feed_stages_its_candidates_and_advances() -> None:
 
 def test_a_stage_only_pass_leaves_the_rows_free_for_anyone() -> None:
     rules = RULES._replace(extract_lease=None)
-    intent = decide.poll(
-        POLLED, FETCHED, rules, jitter=0.0, owner="me", answer=Answer(), parsed=ParsedFeed(None, ())
-    )
+    intent = decide.poll(POLLED, Fetched(Answer(), ParsedFeed(None, ())), FETCHED, rules)
     assert intent.lease_until == decide.NO_LEASE
 
 
 def test_not_modified_keeps_the_validators_and_honours_max_age() -> None:
-    intent = poll(answer=Answer(etag='"v3"', max_age=timedelta(hours=3)))
+    intent = poll(POLLED, NotModified(Answer(etag='"v3"', max_age=timedelta(hours=3))))
     assert intent.outcome == NOT_MODIFIED and intent.entries == ()
     assert intent.etag == '"v3"' and intent.error is None
     assert intent.next_poll_at == "2026-11-22T15:00:00Z"
@@ -319,39 +321,32 @@ def test_not_modified_keeps_the_validators_and_honours_max_age() -> None:
 
 def test_a_failure_backs_off_and_honours_retry_after() -> None:
     failing = POLLED._replace(error_count=2)  # the third failure in a row: base x 4
-    intent = poll(failing, error="HTTP 500")
+    intent = poll(failing, Failed("HTTP 500"))
     assert intent.outcome == FAILED and intent.error == "HTTP 500"
     assert intent.next_poll_at == "2026-11-22T14:00:00Z"
-    later = poll(failing, error="HTTP 503", hint=timedelta(hours=5))
+    later = poll(failing, Failed("HTTP 503", hint=timedelta(hours=5)))
     assert later.next_poll_at == "2026-11-22T17:00:00Z"
     assert intent.redirect is None  # a failure says nothing about where the feed lives
 
 
 def test_gone_disables_the_feed_with_the_reason() -> None:
-    intent = poll(error="HTTP 410", gone=True)
+    intent = poll(POLLED, Failed("HTTP 410", gone=True))
     assert intent.outcome == GONE and intent.next_poll_at is None
     assert intent.error == "HTTP 410: the publisher removed this feed"
 
 
 def test_a_move_is_decided_with_the_poll() -> None:
     moved = Answer(moved_to="https://new.e.com/feed", moved_by_308=True)
-    intent = poll(answer=moved)
+    intent = poll(POLLED, NotModified(moved))
     assert intent.redirect == RedirectState("https://new.e.com/feed", None, 0)
     assert decide.move_note(intent, None, True) == (
         "moved permanently to https://new.e.com/feed (308): the feed now uses it"
     )
-    first_301 = poll(answer=moved._replace(moved_by_308=False))
+    first_301 = poll(POLLED, NotModified(moved._replace(moved_by_308=False)))
     assert first_301.redirect == RedirectState(None, "https://new.e.com/feed", 1)
     assert decide.move_note(first_301, None, False) is None
     refused = decide.move_note(intent, "already in the list", True)
     assert refused == "cannot follow its move: already in the list; disabled"
     # a pending move that the next poll does not confirm is forgotten
     pending = POLLED._replace(redirect_to="https://new.e.com/feed", redirect_seen=1)
-    assert poll(pending, answer=Answer()).redirect == RedirectState(None, None, 0)
-
-
-def test_the_hosts_politeness_state_goes_with_the_poll() -> None:
-    wait = HostWait("e.com", "2026-11-22T12:02:00Z", 1, "HTTP 429")
-    refused = poll(error="HTTP 429", host_wait=wait)
-    assert refused.host_wait == wait and refused.outcome == FAILED
-    assert poll(answer=Answer(), host_clear="e.com").host_clear == "e.com"
+    assert poll(pending, NotModified(Answer())).redirect == RedirectState(None, None, 0)

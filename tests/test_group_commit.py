@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from feedsync.group_commit import GroupCommit
-from feedsync.records import NOT_MODIFIED, PollIntent, PollRecord
+from feedsync.records import NOT_MODIFIED, HostNote, PollIntent, PollRecord
 from feedsync.storage import StorageUnavailable
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -46,7 +46,9 @@ async def record_all(
     lane = ThreadPoolExecutor(max_workers=1)
     loop = asyncio.get_running_loop()
     group: GroupCommit[PollIntent, PollRecord] = GroupCommit(
-        lambda many: loop.run_in_executor(lane, store.record_polls, many),
+        lambda many: loop.run_in_executor(
+            lane, store.record_polls, [(intent, HostNote()) for intent in many]
+        ),
         whole=whole,
     )
     try:

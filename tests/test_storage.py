@@ -27,6 +27,7 @@ from feedsync.records import (
     Article,
     Entry,
     FailureOutcome,
+    HostNote,
     HostWait,
     PollIntent,
     RedirectState,
@@ -91,6 +92,9 @@ def store(engine: Engine) -> Iterator[SQLStorage]:
     storage = engine.open()
     yield storage
     storage.close()
+
+
+NOTE = HostNote()  # a poll with nothing to say about its host
 
 
 def feed_id(storage: SQLStorage, url: str = "https://e.com/feed") -> int:
@@ -403,13 +407,18 @@ def test_pollers_staging_the_same_stories_in_opposite_orders_do_not_deadlock(
             pollers = [
                 threading.Thread(
                     target=lambda: results.append(
-                        store.record_polls([intent(a1, [entry(1)]), intent(a2, [entry(2)])])
+                        store.record_polls(
+                            [(intent(a1, [entry(1)]), NOTE), (intent(a2, [entry(2)]), NOTE)]
+                        )
                     )
                 ),
                 threading.Thread(
                     target=lambda: results.append(
                         other.record_polls(
-                            [intent(b1, [entry(2)], owner="B"), intent(b2, [entry(1)], owner="B")]
+                            [
+                                (intent(b1, [entry(2)], owner="B"), NOTE),
+                                (intent(b2, [entry(1)], owner="B"), NOTE),
+                            ]
                         )
                     )
                 ),
@@ -1203,10 +1212,10 @@ def test_a_claim_alone_holds_its_hosts_and_others_wait_for_the_release(
     assert dict(claim.held).keys() == {"e.com", "f.org"} and not claim.others
     assert all(0.0 <= ahead < 1.0 for _, ahead in claim.held)
     fid = ids[0]
-    alone = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, held_host="e.com"))
+    alone = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED), HostNote(held="e.com"))
     assert not alone.host_wanted
     assert store.host_turn("e.com", "B", 2, 1.0, 15.0) is None  # held by A
-    wanted = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, held_host="e.com"))
+    wanted = store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED), HostNote(held="e.com"))
     assert wanted.host_wanted  # B's refusal asks A to give e.com up, seen by A's record
     assert store.host_turn("g.net", "B", 2, 1.0, 15.0) is not None  # not held
     assert store.host_holds_keep("A", T0, 15.0)  # B is at work: A gives its holds up
@@ -1262,7 +1271,7 @@ def test_several_polls_go_in_one_transaction_every_one_or_none(store: SQLStorage
     fa, fb = feed_id(store, "https://e.com/a"), feed_id(store, "https://e.com/b")
     writes = store.writes
     first, second = store.record_polls(
-        [intent(fa, [entry(1), entry(2)]), intent(fb, [entry(2), entry(3)])]
+        [(intent(fa, [entry(1), entry(2)]), NOTE), (intent(fb, [entry(2), entry(3)]), NOTE)]
     )
     assert store.writes == writes + 1
     assert len(first.created_ids) == 2 and len(second.created_ids) == 1  # 2 was a's
@@ -1271,7 +1280,9 @@ def test_several_polls_go_in_one_transaction_every_one_or_none(store: SQLStorage
 
     broken = PollIntent(fb, T0, "2026-11-22T12:00:00Z", "exploded")
     with pytest.raises(ValueError, match="unknown poll outcome"):
-        store.record_polls([PollIntent(fa, T0, "2026-11-22T12:00:00Z", NOT_MODIFIED), broken])
+        store.record_polls(
+            [(PollIntent(fa, T0, "2026-11-22T12:00:00Z", NOT_MODIFIED), NOTE), (broken, NOTE)]
+        )
     assert health(store, fa).next_poll_at == LATER  # the good one was not written either
 
 
@@ -1288,13 +1299,12 @@ def test_a_poll_writes_its_hosts_state_and_gives_its_slot_back(store: SQLStorage
             LATER,
             FAILED,
             error="HTTP 429",
-            host_wait=wait,
-            host_slots=(("e.com", turn[0]),),
             owner="A",
-        )
+        ),
+        HostNote(wait=wait, slots=(("e.com", turn[0]),)),
     )
     assert store.writes == writes + 1
     assert store.hosts_waiting(T0) == {"e.com": ("2026-11-22T12:00:00Z", 1)}
     assert store.host_turn("e.com", "B", 1, 0.0, 15.0) is not None  # the slot is free
-    store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED, host_clear="e.com"))
+    store.record_poll(PollIntent(fid, T0, LATER, NOT_MODIFIED), HostNote(clear="e.com"))
     assert store.hosts_waiting(T0) == {}

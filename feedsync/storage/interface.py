@@ -13,12 +13,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from feedsync.records import (
+    NO_HOST_NOTE,
     Article,
     ArticleJob,
     FailureOutcome,
     Feed,
     FeedClaim,
     FeedHealth,
+    HostNote,
     LinkedEntry,
     ListedFeed,
     NewsItem,
@@ -122,13 +124,14 @@ class Polling(Protocol):
         after a save); None when they can. A pass asks before it polls anything."""
         ...
 
-    def record_poll(self, intent: PollIntent) -> PollRecord:
+    def record_poll(self, intent: PollIntent, host: HostNote = NO_HOST_NOTE) -> PollRecord:
         """One feed poll, whatever its outcome (``decide.poll``), in ONE transaction: the
         candidates inserted and linked, the feed advanced or its failure recorded, its
-        claim given back, its move and its host's politeness state written."""
+        claim given back, its move, and its ``host`` note (a 429/503 block or its end,
+        the request's shared slots given back, whether a held host is wanted)."""
         ...
 
-    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+    def record_polls(self, polls: Sequence[tuple[PollIntent, HostNote]]) -> list[PollRecord]:
         """Several feeds' polls, each as ``record_poll`` would write it, in ONE
         transaction (a pass's group commit, feedsync/group_commit.py): every one of them
         or none. Their records, in order."""

@@ -17,10 +17,12 @@ from feedsync import clock, decide, identity
 from feedsync.records import (
     FAILED,
     GONE,
+    NO_HOST_NOTE,
     NOT_MODIFIED,
     STAGED,
     Entry,
     FeedClaim,
+    HostNote,
     PollIntent,
     PollRecord,
 )
@@ -31,19 +33,20 @@ from feedsync.storage.sql_hosts import SQLHostPacing
 class SQLPolling(SQLHostPacing):
     """The Polling role over named queries (a claim holds hosts: the host rows' code)."""
 
-    def record_poll(self, intent: PollIntent) -> PollRecord:
+    def record_poll(self, intent: PollIntent, host: HostNote = NO_HOST_NOTE) -> PollRecord:
         """One feed poll, whatever its outcome, in one transaction: the staged entries
         (this is where they are deduplicated), the feed's row (schedule, validators,
-        errors, its claim given back), its move, its host's politeness state."""
-        return self.record_polls([intent])[0]
+        errors, its claim given back), its move, and its host's note."""
+        return self.record_polls([(intent, host)])[0]
 
-    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+    def record_polls(self, polls: Sequence[tuple[PollIntent, HostNote]]) -> list[PollRecord]:
         """Several polls in one transaction, one after the other as record_poll writes
         each: what a poll later in the list stages sees what an earlier one staged."""
+        intents = [intent for intent, _ in polls]
 
         def work(conn: Connection) -> list[PollRecord]:
             self._lock_entries(conn, intents)
-            return [self._apply_poll(conn, intent) for intent in intents]
+            return [self._apply_poll(conn, intent, host) for intent, host in polls]
 
         return self._write(work)
 
@@ -53,8 +56,8 @@ class SQLPolling(SQLHostPacing):
         in one order (PostgreSQL, feedsync/storage/pg_staging.py). Nothing on SQLite,
         where one writer at a time has the whole file."""
 
-    def _apply_poll(self, conn: Connection, intent: PollIntent) -> PollRecord:
-        """In record_polls's transaction: one poll's whole outcome."""
+    def _apply_poll(self, conn: Connection, intent: PollIntent, host: HostNote) -> PollRecord:
+        """In record_polls's transaction: one poll's whole outcome, then its host's note."""
         record = PollRecord()
         if intent.outcome == STAGED:
             record = self._stage(conn, intent)
@@ -89,8 +92,16 @@ class SQLPolling(SQLHostPacing):
             raise ValueError(f"unknown poll outcome {intent.outcome!r}")
         if intent.redirect is not None:
             record = record._replace(move_refused=self._move(conn, intent))
-        if intent.host_wait is not None:
-            wait = intent.host_wait
+        return self._note_host(conn, host, intent.owner, record)
+
+    def _note_host(
+        self, conn: Connection, note: HostNote, owner: str, record: PollRecord
+    ) -> PollRecord:
+        """In record_polls's transaction: what the poll says about its host (a 429/503
+        block, or its end; the slots its request held, given back; whether a held host is
+        wanted by another process)."""
+        if note.wait is not None:
+            wait = note.wait
             self._exec(
                 conn,
                 "host_wait",
@@ -99,12 +110,12 @@ class SQLPolling(SQLHostPacing):
                 backoff_count=wait.backoff_count,
                 reason=wait.reason,
             )
-        if intent.host_clear is not None:
-            self._exec(conn, "host_clear", host=intent.host_clear)
-        for host, slot in intent.host_slots:
-            self._exec(conn, "host_slot_release", host=host, slot=slot, owner=intent.owner)
-        if intent.held_host is not None:
-            wanted = self._exec(conn, "host_wanted", host=intent.held_host).fetchone()
+        if note.clear is not None:
+            self._exec(conn, "host_clear", host=note.clear)
+        for host, slot in note.slots:
+            self._exec(conn, "host_slot_release", host=host, slot=slot, owner=owner)
+        if note.held is not None:
+            wanted = self._exec(conn, "host_wanted", host=note.held).fetchone()
             record = record._replace(host_wanted=bool(wanted["wanted"]))
         return record
 

@@ -40,6 +40,7 @@ from feedsync.config import StorageConfig
 from feedsync.records import (
     STAGED,
     Article,
+    HostNote,
     LinkedEntry,
     PollIntent,
     PollRecord,
@@ -343,15 +344,15 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
             reason = budget.ram_full(self._ram())
         return None if reason is None else f"not taking new entries: {reason}"
 
-    def record_polls(self, intents: Sequence[PollIntent]) -> list[PollRecord]:
+    def record_polls(self, polls: Sequence[tuple[PollIntent, HostNote]]) -> list[PollRecord]:
         """No new entries when the RAM disk has no room for them (StorageFull: the whole
         group is refused; polled again alone, only the polls that bring entries are)."""
-        bringing = any(intent.outcome == STAGED and intent.entries for intent in intents)
+        bringing = any(intent.outcome == STAGED and intent.entries for intent, _ in polls)
         if bringing:
             full = self.room_for_entries()
             if full is not None:
                 raise StorageFull(full)
-        result = super().record_polls(intents)
+        result = super().record_polls(polls)
         if bringing:
             self._grown()
         return result
