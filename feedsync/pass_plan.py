@@ -12,8 +12,10 @@ which rows) and by the pass itself (its saves, its word on the clock); the runti
 
 Both are immutable ``NamedTuple`` records, for the reason feedsync/records.py gives (a
 frozen dataclass costs ~1 ms of every start to define, several on a Pi). This module is
-imported by every command that runs a pass, cron's idle ``run --due`` among them: it
-imports nothing of a pass's own (the flows, asyncio, httpx), only what its fields are.
+imported by every command that runs a pass, cron's idle ``run --due`` among them: at
+run time it imports only feedsync.timestamps (the default clock); its fields' types are
+named for the type checker only, and nothing of a pass's own (the flows, asyncio, httpx)
+is loaded by it.
 """
 
 from __future__ import annotations
