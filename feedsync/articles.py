@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import TYPE_CHECKING
 
 from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import host_of
@@ -29,6 +30,9 @@ from feedsync.progress import article_line
 from feedsync.records import ArticleJob
 from feedsync.storage import StorageUnavailable
 
+if TYPE_CHECKING:
+    from feedsync.pass_plan import PassPlan
+
 # how long a worker's crash waits to be judged: a stop signal it died of is known by then
 CRASH_GRACE = 1.0
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
@@ -36,12 +40,12 @@ HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/x
 
 class ArticleQueue:
     """The article queue of one pass (see the module). The extraction workers start
-    only when a page is to be extracted. ``own_only``: only the rows this pass's polls
-    staged (``run --feed``), not the rest of the queue."""
+    only when a page is to be extracted. Of the pass's plan it takes ``own_only``: only
+    the rows this pass's polls staged (``run --feed``), not the rest of the queue."""
 
-    def __init__(self, context: PassContext, *, own_only: bool = False):
+    def __init__(self, context: PassContext, plan: PassPlan):
         self.context = context
-        self._own_only = own_only
+        self._own_only = plan.own_only
         config = context.config
         self._extractor = Extractor(
             workers=config.extract.workers, timeout=config.extract.timeout.total_seconds()

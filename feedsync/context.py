@@ -20,23 +20,23 @@ import contextvars
 import os
 import random
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import httpx
 
 from feedsync import clock, fetch, host_rules, logs, timestamps
-from feedsync.config import Config
 from feedsync.group_commit import GroupCommit
 from feedsync.holds import HostHolds
 from feedsync.hosts import HostGate
-from feedsync.progress import Progress
 from feedsync.records import HostWait, RunStats
-from feedsync.storage import Storage, StorageError, StorageUnavailable
+from feedsync.storage import StorageError, StorageUnavailable
+
+if TYPE_CHECKING:
+    from feedsync.pass_plan import PassRuntime
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -62,27 +62,19 @@ def unexpected(exc: BaseException) -> str:
 
 
 class PassContext:
-    """One pass's shared ground (see the module). ``stop``: when set, the flows take no
-    new work and give back what they hold."""
+    """One pass's shared ground (see the module), built from what the pass runs with
+    (feedsync/pass_plan.py): what it is asked to do is the flows' own. ``stop``: when
+    set, the flows take no new work and give back what they hold."""
 
-    def __init__(
-        self,
-        config: Config,
-        storage: Storage,
-        progress: Progress,
-        *,
-        clock: Callable[[], datetime] = timestamps.now,
-        owner: str | None = None,
-        stop: threading.Event | None = None,
-        rng: random.Random | None = None,
-    ):
+    def __init__(self, runtime: PassRuntime):
+        config = runtime.config
         self.config = config
-        self.storage = storage
-        self.progress = progress
-        self.clock = clock
-        self.owner = owner or new_owner()
-        self.stop = stop
-        self.rng = rng or random.Random()
+        self.storage = runtime.storage
+        self.progress = runtime.progress
+        self.clock = runtime.clock
+        self.owner = runtime.owner or new_owner()
+        self.stop = runtime.stop
+        self.rng = runtime.rng or random.Random()
         self.stats = RunStats()
         self.gate = HostGate(1, 1)  # the pass's own, set up by open_gate
         self.clients: dict[str, httpx.AsyncClient] = {}  # while http_clients is open

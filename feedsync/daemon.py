@@ -63,6 +63,7 @@ from feedsync import clock, logs, timestamps
 from feedsync import config as config_module
 from feedsync.config import Config, ConfigError
 from feedsync.notify import Notifier
+from feedsync.pass_plan import PassPlan, PassRuntime
 from feedsync.pipeline import Pass, has_work, load_pass_modules
 from feedsync.progress import ROOM_PROBLEMS, LogProgress
 from feedsync.records import RunStats
@@ -331,22 +332,25 @@ class Daemon:
 
     def poll_job(self) -> None:
         assert self.storage is not None
-        if has_work(self.storage, self.config, due_only=True):
+        plan = PassPlan(
+            due_only=True,
+            save_every=self.config.storage.snapshot_interval,
+            say_clock=False,  # _judge_clock logs it, once
+        )
+        runtime = PassRuntime(
+            self.config,
+            self.storage,
+            LogProgress(alive=self.notifier.alive, room=self._room),
+            stop=self._stop,
+            rng=self._rng,
+        )
+        if has_work(plan, runtime):
             # what the clock is believed to be, said in the log when it changes (the
             # pass marks what it stores under a clock not believed): at a pass only,
             # not at every idle tick (under the unit's ProtectClock, asking costs a
             # timedatectl)
             self._judge_clock(timestamps.now())
-            stats = Pass(
-                self.config,
-                self.storage,
-                LogProgress(alive=self.notifier.alive, room=self._room),
-                due_only=True,
-                stop=self._stop,
-                rng=self._rng,
-                save_every=self.config.storage.snapshot_interval,
-                say_clock=False,  # _judge_clock logs it, once
-            ).run()
+            stats = Pass(plan, runtime).run()
         else:
             # Most ticks: no feed due, nothing to extract. One read (0.04 ms here), not
             # a pass: its event loop, HTTP clients, lane and two write transactions

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from feedsync.config import Config, ExtractConfig, FetchConfig, StorageConfig
 from feedsync.localserver import LocalServer
+from feedsync.pass_plan import PassPlan, PassRuntime
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 from feedsync.storage import open_storage
@@ -138,7 +139,9 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
             print(f"  database:    {db} ({kept})", file=out)
 
             print("\nFirst pass: every feed is new.", file=out)
-            first = Pass(config, storage, PlainProgress(summary=False), snapshot=True).run()
+            first = Pass(
+                PassPlan(save=True), PassRuntime(config, storage, PlainProgress(summary=False))
+            ).run()
             counts = storage.counts()
             repeats = counts["links"] - counts["entries"]
             print(
@@ -161,7 +164,9 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
 
             print("\nSecond pass: nothing new.", file=out)
             before = _article_requests(server)
-            second = Pass(config, storage, PlainProgress(summary=False), snapshot=True).run()
+            second = Pass(
+                PassPlan(save=True), PassRuntime(config, storage, PlainProgress(summary=False))
+            ).run()
             print(
                 f"  {second.not_modified} of {second.polled} feeds answered 304 Not "
                 f"Modified, {second.parsed} parsed, "

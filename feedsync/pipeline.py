@@ -17,7 +17,9 @@ share, and nothing else, is in feedsync/context.py: the database lane (every sto
 call on one thread, in order; each a whole transaction, so no network I/O inside one),
 the host gate (feedsync/hosts.py), the HTTP clients and the counters. This module only
 puts them in order, saves on the way for a long pass, and ends a pass cleanly when it
-is stopped or broken.
+is stopped or broken. What a pass does and what it runs with come in two records
+(feedsync/pass_plan.py), ``Pass(plan, runtime)``: each command says the one and hands
+over the other.
 
 A pass with nothing to do (:func:`has_work`: no feed due, no article to extract: what
 cron's ``run --due`` every few minutes mostly finds) starts none of it: no event loop,
@@ -28,11 +30,9 @@ even imported, which were most of such a run's cost (see :func:`run_pass`).
 from __future__ import annotations
 
 import contextlib
-import random
-import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from feedsync import clock as clocks
@@ -42,68 +42,27 @@ from feedsync.records import RunStats
 from feedsync.storage import CardReadOnly, Storage, StorageError, StorageFull, StorageUnavailable
 
 if TYPE_CHECKING:
-    from feedsync.config import Config
-    from feedsync.fetch import Response
-    from feedsync.guard import Guard
-    from feedsync.progress import Progress
+    from feedsync.pass_plan import PassPlan, PassRuntime
 
 
 class Pass:
-    """One pass over the feeds and the extraction queue."""
+    """One pass over the feeds and the extraction queue: what it does is its ``plan``,
+    what it does it with its ``runtime`` (feedsync/pass_plan.py)."""
 
-    def __init__(
-        self,
-        config: Config,
-        storage: Storage,
-        progress: Progress,
-        *,
-        # what the pass does
-        due_only: bool = False,
-        only: set[int] | None = None,
-        prefetched: dict[int, tuple[Response, Guard]] | None = None,
-        extract: bool = True,
-        own_only: bool = False,
-        snapshot: bool = False,
-        save_every: timedelta | None = None,
-        say_clock: bool = True,
-        # what it runs in (feedsync.context.PassContext)
-        stop: threading.Event | None = None,
-        clock: Callable[[], datetime] = timestamps.now,
-        owner: str | None = None,
-        rng: random.Random | None = None,
-    ):
-        """Which feeds (``due_only``, ``only``) is the polls' to know
-        (:class:`~feedsync.polling.FeedPolls`, as ``prefetched``); ``extract=False`` runs no
-        article queue (stage only: the rows claimable by anyone at once); ``own_only``:
-        the queue takes only the rows this pass staged (``run --feed``: that feed's new
-        articles, not the whole queue's). ``stop``: when set, the pass
-        stops taking new work, lets the transaction in progress finish, gives back the
-        rows it holds and ends early. ``snapshot``: a save to the card at the end.
-        ``save_every`` (the daemon's ``snapshot_interval``): a pass that runs longer
-        saves to the card on its way, between feeds and between articles, so a long pass
-        never holds back the save (the daemon's own save job waits for it).
-        ``say_clock``: a clock that cannot be right is a problem line of the pass (the
-        daemon says it once in its log instead)."""
+    def __init__(self, plan: PassPlan, runtime: PassRuntime):
+        """The flows are built here, each given the shared context (made from the
+        runtime) and the plan, of which it reads its own part; the pass keeps the plan
+        for what is its own: the saves and its word on the clock."""
         # The flows and what they run on (asyncio, httpx), imported by a pass that has
         # work: has_work() and an idle run need none of them (the module's docstring).
         from feedsync.articles import ArticleQueue
         from feedsync.context import PassContext
         from feedsync.polling import FeedPolls
 
-        self.context = PassContext(
-            config, storage, progress, clock=clock, owner=owner, stop=stop, rng=rng
-        )
-        self.polls = FeedPolls(
-            self.context,
-            due_only=due_only,
-            only=only,
-            for_extraction=extract,
-            prefetched=prefetched,
-        )
-        self.articles = ArticleQueue(self.context, own_only=own_only) if extract else None
-        self.take_snapshot = snapshot
-        self.save_every = save_every
-        self.say_clock = say_clock
+        self.plan = plan
+        self.context = PassContext(runtime)
+        self.polls = FeedPolls(self.context, plan)
+        self.articles = ArticleQueue(self.context, plan) if plan.extract else None
 
     @property
     def owner(self) -> str:
@@ -115,8 +74,8 @@ class Pass:
         return self.context.stopping
 
     def run(self) -> RunStats:
-        """The pass, then (``snapshot=True``) a snapshot. A failed snapshot is raised after
-        the summary has been printed: the pass itself is done and recorded."""
+        """The pass, then (the plan's ``save``) a save to the card. A failed save is
+        raised after the summary has been printed: the pass itself is done and recorded."""
         import asyncio
 
         c = self.context
@@ -140,7 +99,7 @@ class Pass:
             with contextlib.suppress(StorageError):
                 c.storage.release_leases(c.owner)
         c.stats.stopped = self.stopping
-        failure = _save(c.storage, c.stats, c.problem) if self.take_snapshot else None
+        failure = _save(c.storage, c.stats, c.problem) if self.plan.save else None
         c.progress.finish(c.stats, time.monotonic() - started)
         if broken is not None:
             raise broken
@@ -178,8 +137,8 @@ class Pass:
         await c.open_gate(started_at, now)
         async with c.http_clients():
             saver = None
-            if self.save_every is not None:
-                every = max(self.save_every.total_seconds(), 1.0)
+            if self.plan.save_every is not None:
+                every = max(self.plan.save_every.total_seconds(), 1.0)
                 saver = asyncio.create_task(self._keep_saving(every))
             try:
                 await self.polls.poll_all(feeds, started_at, now)
@@ -203,7 +162,7 @@ class Pass:
         verdict = clocks.judge(now, newest, sync)
         if not verdict.believed:
             await c.on_lane(c.storage.clock_suspect)
-        if verdict.state == clocks.WRONG and self.say_clock:
+        if verdict.state == clocks.WRONG and self.plan.say_clock:
             c.progress.problem(f"the clock cannot be right: {verdict.why}")
 
     async def _keep_saving(self, every: float) -> None:
@@ -256,57 +215,46 @@ def load_pass_modules() -> None:
     fast.load()
 
 
-def has_work(
-    storage: Storage,
-    config: Config,
-    *,
-    due_only: bool,
-    extract: bool = True,
-    clock: Callable[[], datetime] = timestamps.now,
-) -> bool:
-    """Whether a pass would find anything to do now: a feed to poll (``due_only``: one
-    whose next poll time has come) or, when it extracts, an article to fetch (new, or
-    failed and due for its retry, and not leased to a process at work), as the pass's
-    claims would judge them (a lease or a retry time further ahead than the config lets
-    one be was set by a clock ahead: it has come). One read."""
+def has_work(plan: PassPlan, runtime: PassRuntime) -> bool:
+    """Whether the pass ``plan`` asks for would find anything to do now: a feed to poll
+    (``due_only``: one whose next poll time has come) or, when it extracts, an article to
+    fetch (new, or failed and due for its retry, and not leased to a process at work), as
+    the pass's claims would judge them (a lease or a retry time further ahead than the
+    config lets one be was set by a clock ahead: it has come). One read. A plan's
+    ``only`` is not looked at: the feeds it names are enabled ones, so there is work."""
     from feedsync import decide
 
-    moment = clock()
+    moment = runtime.clock()
     now = timestamps.to_iso(moment)
-    extracting = config.extract
-    return storage.has_work(
-        now if due_only else None,
-        now if extract else None,
+    extracting = runtime.config.extract
+    return runtime.storage.has_work(
+        now if plan.due_only else None,
+        now if plan.extract else None,
         now,
         lease_horizon=horizon(timestamps.to_iso(moment + extracting.lease)),
         retry_horizon=decide.retry_horizon(moment, extracting.retry_backoff),
     )
 
 
-def run_pass(
-    config: Config,
-    storage: Storage,
-    progress: Progress,
-    *,
-    due_only: bool = False,
-    stop: threading.Event | None = None,
-) -> RunStats:
-    """One pass and a snapshot, synchronously: what ``feedsync run`` does.
+def run_pass(plan: PassPlan, runtime: PassRuntime) -> RunStats:
+    """The pass ``plan`` asks for, synchronously: what ``feedsync run`` does.
 
-    With nothing to do (:func:`has_work`), only the snapshot and the summary: cron's
-    ``run --due`` every 5 minutes mostly finds no feed due, and the event loop, the HTTP
-    clients and their imports were ~3/4 of its CPU (0.40 s here, seconds on a Pi 3)."""
-    if not has_work(storage, config, due_only=due_only):
+    With nothing to do (:func:`has_work`), only the save (the plan's ``save``) and the
+    summary: cron's ``run --due`` every 5 minutes mostly finds no feed due, and the event
+    loop, the HTTP clients and their imports were ~3/4 of its CPU (0.40 s here, seconds on
+    a Pi 3)."""
+    if not has_work(plan, runtime):
         started = time.monotonic()
         stats = RunStats()
+        progress = runtime.progress
 
         def problem(message: str) -> None:
             stats.errors.append(message)
             progress.problem(message)
 
-        failure = _save(storage, stats, problem)
+        failure = _save(runtime.storage, stats, problem) if plan.save else None
         progress.finish(stats, time.monotonic() - started)
         if failure is not None:
             raise failure
         return stats
-    return Pass(config, storage, progress, snapshot=True, due_only=due_only, stop=stop).run()
+    return Pass(plan, runtime).run()

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
@@ -55,6 +55,9 @@ from feedsync.records import (
     PollRecord,
 )
 from feedsync.storage import StorageError, StorageFull, StorageUnavailable
+
+if TYPE_CHECKING:
+    from feedsync.pass_plan import PassPlan
 
 T = TypeVar("T")
 
@@ -115,29 +118,21 @@ class ParseThread:
 
 
 class FeedPolls:
-    """The polls of one pass (see the module).
+    """The polls of one pass (see the module). Of the pass's plan they take which feeds
+    and how (feedsync/pass_plan.py): every enabled one, or (``due_only``: the daemon,
+    ``run --due``) those whose next poll time has come, or only the ids in ``only``
+    (``feedsync add`` polls the new one). With ``extract``, the rows staged are leased to
+    this pass's article queue; without (stage only), they are claimable by anyone at
+    once. ``prefetched``: a feed's document fetched a moment ago (by ``feedsync add``'s
+    discovery), with the guard that fetched it: its poll uses that response rather than
+    asking again (taken from a copy: the plan is not changed)."""
 
-    Which feeds: every enabled one, or (``due_only``: the daemon, ``run --due``) those
-    whose next poll time has come, or only the ids in ``only`` (``feedsync add`` polls
-    the new one). ``for_extraction``: the rows staged are leased to this pass's article
-    queue; False (stage only), they are claimable by anyone at once. ``prefetched``: a
-    feed's document fetched a moment ago (by ``feedsync add``'s discovery), with the guard
-    that fetched it: its poll uses that response rather than asking again."""
-
-    def __init__(
-        self,
-        context: PassContext,
-        *,
-        due_only: bool = False,
-        only: set[int] | None = None,
-        for_extraction: bool = True,
-        prefetched: dict[int, tuple[fetch.Response, Guard]] | None = None,
-    ):
+    def __init__(self, context: PassContext, plan: PassPlan):
         self.context = context
         config = context.config
-        self._due_only = due_only
-        self._only = only
-        self._prefetched = dict(prefetched or {})
+        self._due_only = plan.due_only
+        self._only = plan.only
+        self._prefetched = dict(plan.prefetched or {})
         self._due_before: str | None = None  # due-only passes: the feeds' due time
         self._claims = FeedClaims((), self._claim_feeds, self._claim_ahead)  # in listed
         self._feed_hosts: dict[int, str] = {}  # in listed
@@ -153,7 +148,7 @@ class FeedPolls:
             max_interval=config.poll.max_interval,
             lookback=config.poll.lookback,
             identity_window=config.identity.window,
-            extract_lease=config.extract.lease if for_extraction else None,
+            extract_lease=config.extract.lease if plan.extract else None,
             owner=context.owner,
         )
 

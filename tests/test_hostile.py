@@ -35,6 +35,7 @@ from sitegen import Item
 
 from feedsync import config as config_module
 from feedsync.parse import MAX_TITLE_CHARS
+from feedsync.pass_plan import PassPlan, PassRuntime
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 from feedsync.records import RunStats
@@ -103,7 +104,8 @@ class World:
             storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
             tracemalloc.start()
             started = time.monotonic()
-            stats = Pass(config, storage, PlainProgress(out=io.StringIO(), err=err)).run()
+            progress = PlainProgress(out=io.StringIO(), err=err)
+            stats = Pass(PassPlan(), PassRuntime(config, storage, progress)).run()
             seconds = time.monotonic() - started
             peak = tracemalloc.get_traced_memory()[1]
         finally:

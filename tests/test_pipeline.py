@@ -193,6 +193,7 @@ def test_a_stopped_pass_leaves_no_request_behind(fs: FeedsyncEnv, site: Site) ->
     run on (it would send on a closed connection pool, or take a host's turn for a pass
     that is over). In this process, to see the tasks themselves."""
     from feedsync import config as config_module
+    from feedsync.pass_plan import PassPlan, PassRuntime
     from feedsync.pipeline import Pass
     from feedsync.progress import PlainProgress
     from feedsync.storage import open_storage
@@ -204,7 +205,10 @@ def test_a_stopped_pass_leaves_no_request_behind(fs: FeedsyncEnv, site: Site) ->
     storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
     stop = threading.Event()
     err = io.StringIO()
-    run = Pass(config, storage, PlainProgress(out=io.StringIO(), err=err), stop=stop)
+    run = Pass(
+        PassPlan(),
+        PassRuntime(config, storage, PlainProgress(out=io.StringIO(), err=err), stop=stop),
+    )
 
     def stop_at_the_first_page() -> None:
         wait_until(lambda: sum(site.article_hits().values()) >= 1, "a page request")
@@ -240,6 +244,7 @@ def test_an_unforeseen_exception_stays_with_its_feed_or_its_article(
     from feedsync import config as config_module
     from feedsync import fetch
     from feedsync.extract import Extractor
+    from feedsync.pass_plan import PassPlan, PassRuntime
     from feedsync.pipeline import Pass
     from feedsync.progress import PlainProgress
     from feedsync.storage import open_storage
@@ -275,7 +280,8 @@ def test_an_unforeseen_exception_stays_with_its_feed_or_its_article(
     try:
         storage.sync_config_feeds(config_module.feed_urls(config), "2026-01-01T00:00:00Z")
         stats = Pass(
-            config, storage, PlainProgress(out=io.StringIO(), err=err), snapshot=True
+            PassPlan(save=True),
+            PassRuntime(config, storage, PlainProgress(out=io.StringIO(), err=err)),
         ).run()
     finally:
         storage.close()

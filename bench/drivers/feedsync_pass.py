@@ -18,6 +18,7 @@ from dataclasses import asdict
 
 from feedsync import config as config_module
 from feedsync.cli.common import open_storage as _open
+from feedsync.pass_plan import PassPlan, PassRuntime
 from feedsync.pipeline import Pass
 from feedsync.progress import PlainProgress
 
@@ -32,7 +33,8 @@ def main() -> int:
     try:
         before = getattr(storage, "writes", 0)  # older feedsync: not counted
         stats = Pass(
-            config, storage, PlainProgress(summary=False), extract=not args.no_extract
+            PassPlan(extract=not args.no_extract),
+            PassRuntime(config, storage, PlainProgress(summary=False)),
         ).run()
         # the pass's own write transactions (the config's feeds brought in are not)
         out = {**asdict(stats), "write_transactions": getattr(storage, "writes", 0) - before}

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from feedsync import config as config_module  # noqa: E402
+from feedsync.pass_plan import PassPlan, PassRuntime  # noqa: E402
 from feedsync.pipeline import Pass  # noqa: E402
 from feedsync.progress import PlainProgress  # noqa: E402
 from feedsync.records import Article  # noqa: E402
@@ -125,6 +126,7 @@ def main() -> int:
     texts = Texts()
     terms = texts.search_terms()
     quiet = PlainProgress(out=io.StringIO(), err=sys.stderr, summary=False)
+    runtime = PassRuntime(config, storage, quiet, clock=clock)
     owner = "year-on-a-pi"
     mark = marks.open("a")
     for line in sys.stdin:
@@ -133,7 +135,7 @@ def main() -> int:
             break
         if "hour" in step:
             now[0] = from_iso(step["hour"])
-            stats = Pass(config, storage, quiet, clock=clock, due_only=True, extract=False).run()
+            stats = Pass(PassPlan(due_only=True, extract=False), runtime).run()
             stored = 0
             moment = to_iso(clock())
             until = to_iso(clock() + timedelta(minutes=15))
@@ -163,7 +165,7 @@ def main() -> int:
             )
             # the feeds not polled since the last articles were published: polled now, so
             # that the pass measured next finds nothing new (what they bring is stored)
-            Pass(config, storage, quiet, clock=clock, extract=False).run()
+            Pass(PassPlan(extract=False), runtime).run()
             while jobs := storage.claim_articles(
                 owner,
                 0,
@@ -177,7 +179,7 @@ def main() -> int:
                     storage.save_article(job.id, article, job.published, to_iso(day_of))
             cpu = time.process_time()
             wall = time.perf_counter()
-            idle = Pass(config, storage, quiet, clock=clock, extract=False).run()
+            idle = Pass(PassPlan(extract=False), runtime).run()
             noop = (time.process_time() - cpu, time.perf_counter() - wall)
             daemon_rss = vm_rss_kb()  # the daemon's day done; the searches are not its
             searched = {}

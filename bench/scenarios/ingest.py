@@ -1,7 +1,7 @@
 """Scenarios 1 and 2: the feeds stage, cold and steady, against ``reader``.
 
 1. Cold ingest: a fresh database, N feeds of M entries, feeds stage only (no article is
-   fetched). feedsync: one poll-only pass (``Pass(extract=False)``, driver
+   fetched). feedsync: one poll-only pass (``PassPlan(extract=False)``, driver
    ``feedsync_pass.py``); reader: ``add_feed`` x N, ``update_feeds(workers=concurrency)``.
 2. Steady state: the second pass over the same database and the same (unchanged) feeds:
    every feed answers 304. reader: the second ``update_feeds``, forced for every feed.
@@ -127,7 +127,7 @@ def run(bench: Bench) -> tuple[Result, Result, list[Side], list[Side]]:
     cold = Result(
         1,
         "Cold ingest, feeds stage only",
-        f"poll-only pass (Pass(extract=False)), concurrency {p.concurrency}",
+        f"poll-only pass (PassPlan(extract=False)), concurrency {p.concurrency}",
         reader_name,
     )
     cold.row("wall time", "s", [s.cold.wall for s in ours], [s.cold.wall for s in theirs])

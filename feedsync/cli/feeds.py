@@ -39,6 +39,7 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
 
     from feedsync import progress, terminal, timestamps
     from feedsync.discover import NoFeed, find_feed
+    from feedsync.pass_plan import PassPlan, PassRuntime
     from feedsync.pipeline import Pass
 
     url = _user_feed_url(args.url)
@@ -79,12 +80,8 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
         assert feed_id is not None
         first = {feed_id: (found.response, found.guard)} if found.response and found.guard else {}
         stats = Pass(
-            config,
-            storage,
-            progress.PlainProgress(summary=False),
-            only={feed_id},
-            prefetched=first,
-            extract=False,
+            PassPlan(only={feed_id}, prefetched=first, extract=False),
+            PassRuntime(config, storage, progress.PlainProgress(summary=False)),
         ).run()
     via = "" if found.url == url else f" (found through {url})"
     name = terminal.clean(title or found.title or terminal.NO_TITLE, one_line=True)

@@ -26,6 +26,7 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
     from feedsync import progress
     from feedsync.config import proxy_warning
+    from feedsync.pass_plan import PassPlan, PassRuntime
     from feedsync.pipeline import Pass, run_pass
 
     unused = proxy_warning()
@@ -49,14 +50,13 @@ def cmd_run(args: argparse.Namespace, config: Config) -> int:
                     file=sys.stderr,
                 )
             shown = progress.choose(args.json, args.quiet, debug=args.debug)
+            runtime = PassRuntime(config, storage, shown, stop=stop)
             if only is not None:
                 # these feeds now, due or not, and their new articles only: the rest of
                 # the queue is the next pass's
-                stats = Pass(
-                    config, storage, shown, only=only, own_only=True, snapshot=True, stop=stop
-                ).run()
+                stats = Pass(PassPlan(only=only, own_only=True, save=True), runtime).run()
             else:
-                stats = run_pass(config, storage, shown, due_only=args.due, stop=stop)
+                stats = run_pass(PassPlan(due_only=args.due, save=True), runtime)
         finally:
             write_metrics(config, storage)
     if stats.stopped:
