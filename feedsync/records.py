@@ -157,7 +157,7 @@ class PollIntent(NamedTuple):
     host_clear: str | None = None  # a host whose backoff this good answer ends
     # the hosts' shared slots (host, slot) the poll's request held, given back with it
     host_slots: tuple[tuple[str, int], ...] = ()
-    # the feed's host when the poller holds it (feedsync/holds.py): say whether another
+    # the feed's host when the poller holds it (feedsync/politeness/holds.py): say whether another
     # process, refused a turn there, wants it
     held_host: str | None = None
     owner: str = ""
@@ -191,7 +191,7 @@ class FeedClaim(NamedTuple):
 
     ids: frozenset[int]
     others: bool
-    # the hosts now held whole by the claimant (feedsync/holds.py), each with the seconds
+    # the hosts now held whole by the claimant (feedsync/politeness/holds.py), each with the seconds
     # until its next request may start
     held: tuple[tuple[str, float], ...] = ()
 
