@@ -32,6 +32,7 @@ from feedsync.localserver import LocalServer
 from feedsync.politeness import rules
 from feedsync.politeness.gate import HostGate
 from feedsync.politeness.holds import HostHolds
+from feedsync.politeness.ticket import Ticket
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -224,6 +225,29 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
     assert len(shared.given_back) == 6 and not shared.held
     assert untouched.next_start == 0.0 and not untouched.given_back
     assert not shared.renewed  # requests shorter than renew_every renew nothing
+
+
+def test_a_ticket_keeps_the_turns_slot_for_its_holder_to_give_back() -> None:
+    """A feed poll's slot is not given back when its turn ends: it stays on the poll's
+    ticket, which the poll hands to its record (one write, not two); without a ticket
+    (an article) the slot goes back at once."""
+
+    async def scenario() -> tuple[FakeShared, Ticket]:
+        shared = FakeShared(slots=2, delay=0.0)
+        gate = HostGate(8, 4, shared=shared)
+        ticket = Ticket("h")
+        async with gate.slot("h", ticket=ticket) as ok:
+            assert ok
+        assert shared.given_back == [] and shared.held == {0}
+        async with gate.slot("h"):
+            pass
+        return shared, ticket
+
+    shared, ticket = asyncio.run(scenario())
+    assert ticket.slots == (("h", 0),)
+    assert shared.given_back == [1] and shared.held == {0}
+    ticket.handed_in(ticket.slots)  # its record gave it back
+    assert ticket.slots == ()
 
 
 def test_the_gate_renews_the_slot_of_a_request_that_outlasts_its_lease() -> None:
