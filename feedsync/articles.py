@@ -3,7 +3,7 @@
 As a pipe, until the queue has nothing more for this pass::
 
     storage.claim_articles (lease)                               -- short txn
-      | fetch.get (article page; hosts.HostGate)                 -- network, no txn open
+      | fetch.get (article page; politeness.hosts)               -- network, no txn open
       | extract.Extractor (trafilatura in worker processes)      -- CPU, bounded
       | storage.save_article
         or decide.after_failure | storage.record_extract_failure -- short txn
@@ -25,7 +25,7 @@ from feedsync.canonical import host_of
 from feedsync.context import PassContext, unexpected
 from feedsync.extract import ExtractError, Extractor
 from feedsync.guard import Guard
-from feedsync.hosts import HostBlocked
+from feedsync.politeness.gate import HostBlocked
 from feedsync.progress import article_line
 from feedsync.records import ArticleJob
 from feedsync.storage import StorageUnavailable
@@ -138,7 +138,7 @@ class ArticleQueue:
         c = self.context
         config = c.config
         host = host_of(job.url)
-        if c.gate.blocked(host):  # the host asked us to wait: later, no attempt spent
+        if c.hosts.blocked(host):  # the host asked us to wait: later, no attempt spent
             await c.on_lane(c.storage.release_job, job.id, c.owner)
             c.stats.deferred += 1
             c.progress.article_done()
@@ -151,7 +151,8 @@ class ArticleQueue:
             lan_hosts=config.fetch.lan_hosts,
         )
         try:
-            async with c.gate.slot(host, origin=fetch.origin_of(job.url)):
+            # its host slot given back at once (a feed poll's goes with its record)
+            async with c.hosts.turn(host, origin=fetch.origin_of(job.url)):
                 page = await fetch.get(
                     c.clients["pages"],
                     job.url,
@@ -175,7 +176,7 @@ class ArticleQueue:
             c.stats.deferred += 1
         except fetch.FetchError as exc:
             if exc.host_busy:
-                await c.host_refused(host, exc)
+                await c.hosts.refused(host, exc)
                 await c.on_lane(c.storage.release_job, job.id, c.owner)
                 c.stats.deferred += 1
             else:
@@ -189,7 +190,7 @@ class ArticleQueue:
                 await asyncio.sleep(CRASH_GRACE)
             await self._record_failure(job, str(exc), exc.permanent)
         else:
-            await c.host_answered(host)
+            await c.hosts.answered(host)
             now = c.clock()
             article = article._replace(author=job.author or article.author)
             published = decide.article_published(job.published, article.date, now)

@@ -5,7 +5,8 @@ advance, which date an entry really has, how long a failed extraction waits befo
 next attempt and when it is given up. The I/O stages around these (fetch, parse,
 storage, extract) stay thin, and these rules are tested directly
 (tests/test_decide.py), the way lemon24/reader keeps its ``Decider`` free of I/O. A
-host's rules (its turn across processes, a 429/503 block) are host_rules.py's.
+host's rules (its turn across processes, a 429/503 block) are
+feedsync/politeness/rules.py's.
 """
 
 from __future__ import annotations
@@ -15,21 +16,6 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from feedsync import clock, timestamps
-
-# The hosts' rules (feedsync/host_rules.py); their names stay importable from here.
-from feedsync.host_rules import CLOCK_SLACK_S as CLOCK_SLACK_S
-from feedsync.host_rules import HOLD as HOLD
-from feedsync.host_rules import HOST_BACKOFF as HOST_BACKOFF
-from feedsync.host_rules import SLOT_LEASE as SLOT_LEASE
-from feedsync.host_rules import WANTED as WANTED
-from feedsync.host_rules import HostBlock as HostBlock
-from feedsync.host_rules import HostTurn as HostTurn
-from feedsync.host_rules import held as held
-from feedsync.host_rules import held_start as held_start
-from feedsync.host_rules import host_block as host_block
-from feedsync.host_rules import host_turn as host_turn
-from feedsync.host_rules import host_wait as host_wait
-from feedsync.host_rules import may_hold as may_hold
 from feedsync.records import (
     FAILED,
     GONE,

@@ -18,7 +18,7 @@ that served each hop (``Response.peer``: what the LAN rules are decided from).
 
 Failures come back as :class:`FetchError` with a one-line reason fit for
 ``feeds.last_error``. When a request may go to its host (the cap, the spacing, a host's
-block) is feedsync/hosts.py's concern, not this module's.
+block) is feedsync/politeness/'s concern, not this module's.
 """
 
 from __future__ import annotations

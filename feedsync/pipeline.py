@@ -15,7 +15,7 @@ Each flow is a module of its own, drawn in full in its docstring: the feeds' pol
 (feedsync/articles.py: each page fetched once, extracted in worker processes). What they
 share, and nothing else, is in feedsync/context.py: the database lane (every storage
 call on one thread, in order; each a whole transaction, so no network I/O inside one),
-the host gate (feedsync/hosts.py), the HTTP clients and the counters. This module only
+the hosts' politeness (feedsync/politeness/), the HTTP clients and the counters. This module only
 puts them in order, saves on the way for a long pass, and ends a pass cleanly when it
 is stopped or broken. What a pass does and what it runs with come in two records
 (feedsync/pass_plan.py), ``Pass(plan, runtime)``: each command says the one and hands
@@ -126,7 +126,8 @@ class Pass:
         work.result()
 
     async def _run(self) -> None:
-        """The polls, then the article queue, over one lane, one gate, one set of clients."""
+        """The polls, then the article queue, over one lane, one politeness, one set of
+        clients."""
         import asyncio
 
         c = self.context
@@ -134,7 +135,7 @@ class Pass:
         started_at = timestamps.to_iso(now)
         await self._judge_clock(now)
         feeds = await self.polls.listed(started_at, now)
-        await c.open_gate(started_at, now)
+        await c.hosts.open(started_at, now)
         async with c.http_clients():
             saver = None
             if self.plan.save_every is not None:

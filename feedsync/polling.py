@@ -4,7 +4,7 @@ As a pipe::
 
     storage.feeds_to_poll                                          -- one read
       | claims.FeedClaims (storage.claim_feeds: batches, by host)  -- ~1 txn per many feeds
-      | fetch.get (conditional GET, concurrent; hosts.HostGate)    -- network
+      | fetch.get (conditional GET, concurrent; politeness.hosts)  -- network
       | parse.parse_feed                                           -- CPU, the parse thread
       | decide.poll(feed, Fetched|NotModified|Failed) -> PollIntent -- pure: the feed's change
       | storage.record_polls (PollIntent, HostNote)                -- <= 1 txn/feed; dedup here
@@ -15,10 +15,10 @@ stuck behind a 2,000-entry parse. A parse is linear in the document and capped (
 the newest 2,000 entries), yet a big one takes minutes on a Pi: while it runs, it counts
 as progress and feeds the watchdog (up to :func:`parse_bound`), and a stop does not wait
 for it (it has nothing to save). A feed poll writes once, whatever its outcome (the
-decision is one intent), and gives its host's turn back in that same write; the polls
-that finish while the lane is busy share one transaction (feedsync/group_commit.py).
-Whatever goes wrong with one feed is recorded on that feed; the pass goes on with the
-others.
+decision is one intent), and gives its host's turn back in that same write (its
+ticket, feedsync/politeness/ticket.py, handed to the record); the polls that finish
+while the lane is busy share one transaction (feedsync/group_commit.py). Whatever goes
+wrong with one feed is recorded on that feed; the pass goes on with the others.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
 from feedsync.claims import FeedClaims, ahead_for
-from feedsync.context import HELD_SLOTS, PassContext, unexpected
+from feedsync.context import PassContext, unexpected
 from feedsync.group_commit import GroupCommit
 from feedsync.guard import Guard
-from feedsync.hosts import HostBlocked
+from feedsync.politeness.gate import HostBlocked
+from feedsync.politeness.ticket import Ticket
 from feedsync.records import (
     GONE,
     NOT_MODIFIED,
@@ -54,7 +55,7 @@ from feedsync.records import (
     PollIntent,
     PollRecord,
 )
-from feedsync.storage import StorageError, StorageFull, StorageUnavailable
+from feedsync.storage import StorageFull, StorageUnavailable
 
 if TYPE_CHECKING:
     from feedsync.pass_plan import PassPlan
@@ -181,7 +182,7 @@ class FeedPolls:
         # Bodies waiting for the parser count against the same bound as downloads, so
         # at most `concurrency` feed documents are in memory at once.
         in_memory = asyncio.Semaphore(c.config.poll.concurrency)
-        keeper = asyncio.create_task(self._keep_holds())
+        keeper = asyncio.create_task(c.hosts.keep_holds())
         try:
             await asyncio.gather(*(self._poll(f, in_memory) for f in feeds))
             await self._sweep(in_memory, started_at, now)
@@ -189,7 +190,7 @@ class FeedPolls:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
-        await c.release_holds(c.holds.end())
+        await c.hosts.end()
 
     async def _sweep(self, in_memory: asyncio.Semaphore, started_at: str, now: datetime) -> None:
         """Once more, the feeds this pass was refused that are still due and free now. A
@@ -216,12 +217,12 @@ class FeedPolls:
     async def _poll(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
         """One feed's poll, its failures contained: whatever goes wrong with it (any
         exception type: a parser, a header, a library bug on hostile input) is recorded
-        on the feed and the pass goes on with the others."""
-        c = self.context
-        held: list[tuple[str, int]] = []
-        token = HELD_SLOTS.set(held)
+        on the feed and the pass goes on with the others. Its ticket keeps the host slots
+        its request held, for its record to give back; what no record took goes back
+        here."""
+        ticket = Ticket(host_of(feed.url))
         try:
-            await self._poll_feed(feed, in_memory)
+            await self._poll_feed(feed, in_memory, ticket)
         except StorageUnavailable:
             raise  # the server is down: the pass ends, the daemon waits for it
         except Exception as exc:
@@ -229,31 +230,28 @@ class FeedPolls:
             logs.LOGGER.debug("feed %s: %s", feed.url, reason, exc_info=True)
             # this write failing too means the database's own trouble: that ends the pass
             intent = self._decide(feed, Failed(reason))
-            record = await self._record(intent, HostNote())
+            record = await self._record(intent, HostNote(), ticket)
             self._count_feed(feed, intent, record)
         finally:
-            HELD_SLOTS.reset(token)
-            for host, slot in held:  # not given back by a record: the poll went otherwise
-                with contextlib.suppress(StorageError):
-                    await c.on_lane(c.storage.host_done, host, c.owner, slot)
+            # not given back by a record: the poll went otherwise
+            await self.context.hosts.give_back(ticket)
 
-    async def _record(self, intent: PollIntent, note: HostNote) -> PollRecord:
+    async def _record(self, intent: PollIntent, note: HostNote, ticket: Ticket) -> PollRecord:
         """The poll's one write: the feed's change, and its host's ``note`` with the host
-        slots its request held."""
+        slots its request held (``ticket``) and, for a host this pass holds, the question
+        whether another process wants it."""
         c = self.context
-        held = HELD_SLOTS.get()
-        given = tuple(held or ())
+        given = ticket.slots
         host = self._feed_hosts.get(intent.feed_id)
-        held_host = host if host is not None and c.holds.holds(host) else None
+        held_host = c.hosts.holding(host) if host is not None else None
         record = await self._records((intent, note._replace(slots=given, held=held_host)))
-        if held:
-            del held[: len(given)]
+        ticket.handed_in(given)
         if record.host_wanted:
             # another process was refused a turn on the held host: nothing more is held
-            await c.company_came()
+            await c.hosts.company_came()
         return record
 
-    async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore) -> None:
+    async def _poll_feed(self, feed: Feed, in_memory: asyncio.Semaphore, ticket: Ticket) -> None:
         """fetch | parse | decide.poll | storage.record_poll: one write for the outcome."""
         c = self.context
         poll = c.config.poll
@@ -263,7 +261,7 @@ class FeedPolls:
         if c.stats.not_taking is not None:  # no room for new entries: poll it later
             self._defer()
             return
-        if c.gate.blocked(host):  # it asked us to wait: not even a conditional GET
+        if c.hosts.blocked(host):  # it asked us to wait: not even a conditional GET
             self._defer()
             return
         async with contextlib.AsyncExitStack() as memory:
@@ -271,11 +269,12 @@ class FeedPolls:
                 # the claim before the host's turn: a feed another process is polling
                 # spends no slot and no start of the host's; room for the body once the
                 # turn has come: a feed waiting for its host holds none
-                async with c.gate.slot(
+                async with c.hosts.turn(
                     host,
                     origin=fetch.origin_of(feed.url),
                     first=lambda: self._claims.take(feed),
                     ready=lambda: memory.enter_async_context(in_memory),
+                    ticket=ticket,
                 ) as claimed:
                     if not claimed:
                         c.stats.busy += 1  # another process is polling it right now
@@ -304,7 +303,7 @@ class FeedPolls:
                 note = HostNote()
                 hint = exc.retry_after
                 if exc.host_busy:
-                    hint, wait = c.host_block(host, exc)
+                    hint, wait = c.hosts.block(host, exc)
                     note = HostNote(wait=wait)
                 intent = self._decide(feed, Failed(str(exc), hint, gone=exc.status == 410))
             else:
@@ -318,13 +317,13 @@ class FeedPolls:
                     lan_host=host_of(response.url) if guard.on_lan else None,
                 )
                 by_308 = response.moved_by_308
-                note = HostNote(clear=c.host_unblocked(host))
+                note = HostNote(clear=c.hosts.unblocked(host))
                 if response.not_modified:
                     intent = self._decide(feed, NotModified(answer))
                 else:
                     intent, parsed = await self._parse_and_decide(feed, response, answer)
         try:
-            record = await self._record(intent, note)
+            record = await self._record(intent, note, ticket)
         except StorageFull as exc:
             # the RAM disk is full and the card cannot take more: nothing of this poll
             # is recorded (the feed is polled again later), no further feed is polled
@@ -405,7 +404,7 @@ class FeedPolls:
 
     async def _claim_feeds(self, ids: list[int]) -> FeedClaim:
         """One claim transaction (feedsync.claims), which also holds the feeds' hosts
-        while the pass is alone (feedsync.holds)."""
+        while the pass is alone (feedsync/politeness/holds.py)."""
         c = self.context
         now = c.clock()
         claim = await c.on_lane(
@@ -415,39 +414,12 @@ class FeedPolls:
             timestamps.to_iso(now),
             timestamps.to_iso(now + c.config.poll.lease),
             self._due_before,
-            c.holds.wanted(self._feed_hosts[i] for i in ids if i in self._feed_hosts),
+            c.hosts.to_hold(self._feed_hosts[i] for i in ids if i in self._feed_hosts),
             c.config.fetch.host_delay.total_seconds(),
-            c.hold_lease,
+            c.hosts.hold_lease,
         )
-        for host, ahead in claim.held:
-            c.gate.pace_from(host, ahead)
-        await c.release_holds(c.holds.granted(host for host, _ in claim.held))
-        if claim.others:
-            await c.company_came()
+        await c.hosts.claimed(claim.held, claim.others)
         return claim
-
-    async def _keep_holds(self) -> None:
-        """While the polls run: the held hosts' lease renewed every third of it, in one
-        transaction that also says whether company has come (then nothing is held)."""
-        c = self.context
-        while not c.holds.company:
-            await asyncio.sleep(c.hold_lease / 3)
-            if not c.holds.held:
-                continue
-            try:
-                others = await c.on_lane(
-                    c.storage.host_holds_keep,
-                    c.owner,
-                    timestamps.to_iso(c.clock()),
-                    c.hold_lease,
-                )
-            except StorageError as exc:
-                # politeness, not data: should a hold lapse, another poller may send
-                # to its host one request early. The pass goes on.
-                c.progress.problem(f"held hosts: their lease was not renewed: {exc}")
-                continue
-            if others:
-                await c.company_came()
 
     def _claim_ahead(self, alone: bool) -> int:
         config = self.context.config

@@ -194,14 +194,14 @@ class PollIntent(NamedTuple):
 class HostNote(NamedTuple):
     """What a feed poll writes about its host, in the poll's own transaction beside its
     :class:`PollIntent`: the host's politeness, not the feed's change, and decided by
-    the host's rules (feedsync/host_rules.py), not by ``decide.poll``."""
+    the host's rules (feedsync/politeness/rules.py), not by ``decide.poll``."""
 
     wait: HostWait | None = None  # the host said 429/503: left alone until then
     clear: str | None = None  # a host whose backoff this good answer ends
     # the hosts' shared slots (host, slot) the poll's request held, given back with it
     slots: tuple[tuple[str, int], ...] = ()
-    # the feed's host when the poller holds it (feedsync/holds.py): say whether another
-    # process, refused a turn there, wants it (PollRecord.host_wanted)
+    # the feed's host when the poller holds it (feedsync/politeness/holds.py): say whether
+    # another process, refused a turn there, wants it (PollRecord.host_wanted)
     held: str | None = None
 
 
@@ -230,7 +230,7 @@ class FeedClaim(NamedTuple):
 
     ids: frozenset[int]
     others: bool
-    # the hosts now held whole by the claimant (feedsync/holds.py), each with the seconds
+    # the hosts now held whole by the claimant (feedsync/politeness/holds.py), each with the seconds
     # until its next request may start
     held: tuple[tuple[str, float], ...] = ()
 

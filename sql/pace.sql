@@ -14,7 +14,7 @@ ON CONFLICT (host) DO UPDATE SET next_start = excluded.next_start;
 
 -- name: host_slots_taken
 -- The host's slots held by a live lease (a request in flight somewhere, or the host held
--- whole by one process: slot -1, feedsync/holds.py).
+-- whole by one process: slot -1, feedsync/politeness/holds.py).
 SELECT slot, lease_until, owner FROM host_slots WHERE host = :host AND lease_until > :now;
 
 -- name: host_slot_take
@@ -36,7 +36,7 @@ DELETE FROM host_slots WHERE host = :host AND slot = :slot AND owner = :owner;
 DELETE FROM host_slots WHERE owner = :owner;
 
 -- name: host_holds_renew
--- The hosts a process holds whole (slot -1, feedsync/holds.py): their lease runs on.
+-- The hosts a process holds whole (slot -1, feedsync/politeness/holds.py): their lease runs on.
 UPDATE host_slots SET lease_until = (julianday('now') - 2440587.5) * 86400.0 + :lease
  WHERE owner = :owner AND slot = -1;
 

@@ -1201,7 +1201,7 @@ def test_a_move_is_written_with_the_poll_and_refused_onto_another_feed(store: SQ
 def test_a_claim_alone_holds_its_hosts_and_others_wait_for_the_release(
     store: SQLStorage,
 ) -> None:
-    """feedsync/holds.py: a pass alone holds its hosts in its claim transaction (no write
+    """feedsync/politeness/holds.py: a pass alone holds its hosts in its claim transaction (no write
     of its own); another process gets no turn there until the hold is released, and then
     not before the pace the holder kept in memory."""
     ids = [feed_id(store, "https://e.com/a"), feed_id(store, "https://f.org/b")]

@@ -153,17 +153,7 @@ class Polling(Protocol):
         poller may have polled one since the pass listed it). Also says whether another
         process is at work on the database. When none is, the ``hold`` hosts with no
         request in flight are held whole by ``owner`` for ``hold_lease`` seconds
-        (feedsync/holds.py; ``hold_delay``: the hosts' pace)."""
-        ...
-
-    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
-        """The hosts ``owner`` holds, held ``lease`` seconds more; returns whether another
-        process is at work on the database (then the holds are given up)."""
-        ...
-
-    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
-        """Release held hosts: each host's next request, anyone's, starts no earlier than
-        its ``aheads`` seconds from now (the pace kept in the holder's memory)."""
+        (feedsync/politeness/holds.py; ``hold_delay``: the hosts' pace)."""
         ...
 
     def release_feed(self, feed_id: int, owner: str) -> None:
@@ -173,7 +163,8 @@ class Polling(Protocol):
 
 class HostPacing(Protocol):
     """Host politeness shared by every process on the database: a host's turn and
-    slot, a 429/503 block (feedsync/hosts.py asks; sql/pace.sql answers)."""
+    slot, a 429/503 block, the hosts a pass holds alone (feedsync/politeness/ asks;
+    sql/pace.sql answers)."""
 
     def hosts_waiting(self, now: str) -> dict[str, tuple[str, int]]:
         """Hosts that asked to be left alone (429/503): host -> (not_before, backoff)."""
@@ -210,6 +201,16 @@ class HostPacing(Protocol):
 
     def host_done(self, host: str, owner: str, slot: int) -> None:
         """Give back a slot of :meth:`host_turn` (the request is over)."""
+        ...
+
+    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
+        """The hosts ``owner`` holds, held ``lease`` seconds more; returns whether another
+        process is at work on the database (then the holds are given up)."""
+        ...
+
+    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
+        """Release held hosts: each host's next request, anyone's, starts no earlier than
+        its ``aheads`` seconds from now (the pace kept in the holder's memory)."""
         ...
 
 

@@ -1,13 +1,15 @@
 """Host politeness shared by every process on the database, written once for both
-engines (the HostPacing role): a 429/503 block, a request's turn and slot.
+engines (the HostPacing role): a 429/503 block, a request's turn and slot, the hosts a
+pass alone on the database holds (taken by its feed claims: sql_polling.py). The rules
+applied are feedsync/politeness/rules.py's; feedsync/politeness/ asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import groupby
 
-from feedsync import decide
+from feedsync.politeness import rules
 from feedsync.storage.sql_core import Connection, SQLCore
 
 
@@ -25,7 +27,7 @@ class SQLHostPacing(SQLCore):
         taken = [
             (int(r["slot"]), float(r["lease_until"]))
             for r in self._exec(conn, "host_slots_taken", host=host, now=now)
-            if not (r["owner"] == besides and int(r["slot"]) in (decide.HOLD, decide.WANTED))
+            if not (r["owner"] == besides and int(r["slot"]) in (rules.HOLD, rules.WANTED))
         ]
         return now, float(row["next_start"]), taken
 
@@ -66,15 +68,15 @@ class SQLHostPacing(SQLCore):
                 now, next_start, taken = self._host_state(conn, host)
                 paced = next_start
                 for index in members:
-                    turn = decide.host_turn(now, next_start, delay, taken, slots)
+                    turn = rules.host_turn(now, next_start, delay, taken, slots)
                     if turn is None:
-                        if decide.held(now, delay, taken):
+                        if rules.held(now, delay, taken):
                             # held whole by another process: ask it to give the host up
                             self._exec(
                                 conn,
                                 "host_slot_take",
                                 host=host,
-                                slot=decide.WANTED,
+                                slot=rules.WANTED,
                                 owner=owner,
                                 lease_until=now + lease,
                             )
@@ -109,3 +111,39 @@ class SQLHostPacing(SQLCore):
         self._write(
             lambda conn: self._exec(conn, "host_slot_release", host=host, slot=slot, owner=owner)
         )
+
+    def _hold(
+        self, conn: Connection, host: str, owner: str, delay: float, lease: float
+    ) -> float | None:
+        """In claim_feeds' transaction: hold ``host`` whole (feedsync/politeness/holds.py) when no
+        request to it is in flight anywhere. Returns the seconds until its next start may
+        go (its pace, from the database), or None: not held."""
+        now, next_start, taken = self._host_state(conn, host, besides=owner)
+        if not rules.may_hold(now, delay, taken):
+            return None
+        self._exec(
+            conn,
+            "host_slot_take",
+            host=host,
+            slot=rules.HOLD,
+            owner=owner,
+            lease_until=now + lease,
+        )
+        return rules.held_start(now, next_start, delay, taken)
+
+    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
+        def work(conn: Connection) -> bool:
+            self._exec(conn, "host_holds_renew", owner=owner, lease=lease)
+            row = self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()
+            return bool(row["others"])
+
+        return self._write(work)
+
+    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
+        def work(conn: Connection) -> None:
+            for host, ahead in aheads.items():
+                self._exec(conn, "host_slot_release", host=host, slot=rules.HOLD, owner=owner)
+                self._exec(conn, "host_wanted_clear", host=host)
+                self._exec(conn, "host_pace_push", host=host, ahead=max(ahead, 0.0))
+
+        self._write(work)

@@ -10,10 +10,10 @@ lookups of the rows it created in one more (``identity_batch``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
-from feedsync import clock, decide, identity
+from feedsync import clock, identity
 from feedsync.records import (
     FAILED,
     GONE,
@@ -271,42 +271,6 @@ class SQLPolling(SQLHostPacing):
             return FeedClaim(ids=taken, others=others, held=tuple(held))
 
         return self._write(work)
-
-    def _hold(
-        self, conn: Connection, host: str, owner: str, delay: float, lease: float
-    ) -> float | None:
-        """In claim_feeds' transaction: hold ``host`` whole (feedsync/holds.py) when no
-        request to it is in flight anywhere. Returns the seconds until its next start may
-        go (its pace, from the database), or None: not held."""
-        now, next_start, taken = self._host_state(conn, host, besides=owner)
-        if not decide.may_hold(now, delay, taken):
-            return None
-        self._exec(
-            conn,
-            "host_slot_take",
-            host=host,
-            slot=decide.HOLD,
-            owner=owner,
-            lease_until=now + lease,
-        )
-        return decide.held_start(now, next_start, delay, taken)
-
-    def host_holds_keep(self, owner: str, now: str, lease: float) -> bool:
-        def work(conn: Connection) -> bool:
-            self._exec(conn, "host_holds_renew", owner=owner, lease=lease)
-            row = self._exec(conn, "others_at_work", owner=owner, now=now).fetchone()
-            return bool(row["others"])
-
-        return self._write(work)
-
-    def host_holds_release(self, owner: str, aheads: Mapping[str, float]) -> None:
-        def work(conn: Connection) -> None:
-            for host, ahead in aheads.items():
-                self._exec(conn, "host_slot_release", host=host, slot=decide.HOLD, owner=owner)
-                self._exec(conn, "host_wanted_clear", host=host)
-                self._exec(conn, "host_pace_push", host=host, ahead=max(ahead, 0.0))
-
-        self._write(work)
 
     def _link_revisions(
         self,

@@ -25,7 +25,7 @@ RETURNING id;
 -- connected to this database (each one names its sessions, application_name
 -- 'feedsync <host>:<pid>:<token>', feedsync/storage/postgresql.py). Pollers started
 -- together all connect before any of them claims, so none takes a hold on a host that
--- the others would then wait for (feedsync/holds.py).
+-- the others would then wait for (feedsync/politeness/holds.py).
 SELECT EXISTS (SELECT 1 FROM feeds WHERE lease_owner <> :owner AND lease_until > :now)
     OR EXISTS (SELECT 1 FROM pg_stat_activity
                 WHERE datname = current_database()

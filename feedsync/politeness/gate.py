@@ -6,9 +6,10 @@ alike.
 that said 429/503 until its block ends, and stops asking a host that could not be reached
 in this pass. In this process it is semaphores and a clock; across every poller on the
 database it takes each request's turn through :class:`SharedHosts` (storage calls on
-the pass's lane: feedsync.context.StorageHosts). A process alone on its database holds
-the hosts it polls (feedsync/holds.py) and paces them in memory. No network I/O here:
-fetch.py sends.
+the pass's lane: feedsync/politeness/shared.py). A process alone on its database holds
+the hosts it polls (feedsync/politeness/holds.py) and paces them in memory. No network
+I/O here: fetch.py sends. The flows do not use the gate directly: they ask
+feedsync/politeness/hosts.py.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from feedsync.fetch import FetchError
+from feedsync.politeness.ticket import Ticket
 
 
 class SharedHosts(Protocol):
@@ -42,7 +44,8 @@ class SharedHosts(Protocol):
     async def give_back(self, host: str, slot: int) -> None: ...
 
     def go_local(self, host: str) -> bool:
-        """True: this process holds ``host`` (feedsync/holds.py) and paces it in memory;
+        """True: this process holds ``host`` (feedsync/politeness/holds.py) and paces it in
+        memory;
         the request is counted in flight until :meth:`left_local`."""
         ...
 
@@ -88,7 +91,7 @@ class HostGate:
     database (a slot of ``per_host``, a start spaced ``delay`` from every other poller's)
     and sleeps until its start outside any transaction; the database's reservation then
     replaces the local spacing. A process alone on its database holds the hosts it polls
-    (feedsync/holds.py): for those, the local layer is all there is."""
+    (feedsync/politeness/holds.py): for those, the local layer is all there is."""
 
     def __init__(
         self,
@@ -144,6 +147,7 @@ class HostGate:
         first: Callable[[], Awaitable[bool]] | None = None,
         ready: Callable[[], Awaitable[object]] | None = None,
         origin: str | None = None,
+        ticket: Ticket | None = None,
     ) -> AsyncIterator[bool]:
         """The right to start one request to ``host`` now, until the block ends.
 
@@ -153,6 +157,9 @@ class HostGate:
         in memory for its body, the caller's to give back), awaited with the global slot
         once the turn has come: waiting for the host holds none of it either.
         ``origin``: the request's :func:`origin_of`, for what is known unreachable.
+        ``ticket``: where the shared slots the turn held go when the block ends, instead
+        of back to the database at once (a feed poll's: they go with its record,
+        feedsync/politeness/ticket.py).
 
         Raises :class:`HostBlocked`, or the :class:`FetchError` of an unreachable host,
         instead of a go (see the class); a :class:`FetchError` from the block that says
@@ -164,7 +171,7 @@ class HostGate:
                 yield False
                 return
             self._may_send(host, origin)
-            async with self._turn_and_total(host, ready):
+            async with self._turn_and_total(host, ready, ticket):
                 # the turn took time: what other requests met meanwhile
                 self._may_send(host, origin)
                 try:
@@ -176,7 +183,7 @@ class HostGate:
 
     @asynccontextmanager
     async def _turn_and_total(
-        self, host: str, ready: Callable[[], Awaitable[object]] | None
+        self, host: str, ready: Callable[[], Awaitable[object]] | None, ticket: Ticket | None
     ) -> AsyncIterator[None]:
         """The host's turn, waited for, then a slot of ``total`` (and ``ready``), held
         until the block ends. The global slot comes last: waiting for a turn holds none.
@@ -185,7 +192,8 @@ class HostGate:
         machine, its event loop held up, every global slot in use) would start closer
         than ``delay`` to the next poller's start, reserved meanwhile: it gives the turn
         back and takes a new one, keeping its global slot. A host this process holds
-        whole (feedsync/holds.py) is paced in memory, as without a database to share."""
+        whole (feedsync/politeness/holds.py) is paced in memory, as without a database to
+        share."""
         shared = self._shared
         if shared is not None and not shared.go_local(host):
             holding = False
@@ -195,7 +203,7 @@ class HostGate:
                     if turn is None:
                         break  # the host became this process's to hold: paced below
                     number, wait = turn
-                    async with self._leased(shared, host, number):
+                    async with self._leased(shared, host, number, ticket):
                         due = time.monotonic() + max(wait, 0.0)
                         if wait > 0:
                             await asyncio.sleep(wait)
@@ -229,7 +237,7 @@ class HostGate:
             # hold ends with the requests already sent, not with every one queued (a
             # pass that began alone may have dozens), so the newcomer waits one request
             # long, not the whole queue. This one takes its turn from the database.
-            async with self._turn_and_total(host, ready):
+            async with self._turn_and_total(host, ready, ticket):
                 yield
 
     def pace_from(self, host: str, ahead: float) -> None:
@@ -273,10 +281,13 @@ class HostGate:
 
     @staticmethod
     @asynccontextmanager
-    async def _leased(shared: SharedHosts, host: str, number: int) -> AsyncIterator[None]:
+    async def _leased(
+        shared: SharedHosts, host: str, number: int, ticket: Ticket | None
+    ) -> AsyncIterator[None]:
         """The host's shared slot ``number``, its lease kept running until the block ends,
-        then given back. Most requests end long before the first renewal is due: a timer
-        costs them less than a task each; only a slow one gets the renewing task."""
+        then given back, or kept on the ``ticket`` for the caller to give back. Most
+        requests end long before the first renewal is due: a timer costs them less than a
+        task each; only a slow one gets the renewing task."""
         keeper: list[asyncio.Task[None]] = []
         timer = asyncio.get_running_loop().call_later(
             shared.renew_every,
@@ -290,7 +301,10 @@ class HostGate:
                 task.cancel()
             if keeper:
                 await asyncio.wait(keeper)
-            await shared.give_back(host, number)
+            if ticket is not None:
+                ticket.took(host, number)
+            else:
+                await shared.give_back(host, number)
 
     @staticmethod
     async def _keep(shared: SharedHosts, host: str, number: int) -> None:

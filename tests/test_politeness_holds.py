@@ -1,8 +1,9 @@
-"""feedsync/holds.py: which hosts a pass alone holds, and when each is given back."""
+"""feedsync/politeness/holds.py: which hosts a pass alone holds, and when each is given
+back."""
 
 from __future__ import annotations
 
-from feedsync.holds import HostHolds
+from feedsync.politeness.holds import HostHolds
 
 
 def test_a_pass_alone_holds_its_hosts_and_gives_them_back_when_its_polls_end() -> None:

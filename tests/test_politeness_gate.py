@@ -1,5 +1,6 @@
-"""Host politeness (feedsync/hosts.py) in one process: the per-host cap, the order of
-hosts, the spacing; across processes through the database: tests/test_host_pace.py."""
+"""Host politeness (feedsync/politeness/gate.py) in one process: the per-host cap, the
+order of hosts, the spacing; across processes through the database:
+tests/test_politeness_pace.py."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import itertools
 import time
 from datetime import timedelta
 
-from feedsync import hosts
+from feedsync.politeness.gate import HostGate
 
 
 def test_host_gate_caps_concurrency_per_host() -> None:
     async def main() -> tuple[int, int]:
-        gate = hosts.HostGate(total=4, per_host=2)
+        gate = HostGate(total=4, per_host=2)
         active: dict[str, int] = {"a": 0, "b": 0}
         peak: dict[str, int] = {"a": 0, "b": 0}
 
@@ -35,7 +36,7 @@ def test_host_gate_lets_another_host_go_before_a_busy_hosts_queue() -> None:
     second. The ones waiting for a's turn hold no global slot."""
 
     async def main() -> list[str]:
-        gate = hosts.HostGate(total=1, per_host=1)
+        gate = HostGate(total=1, per_host=1)
         order: list[str] = []
 
         async def job(host: str) -> None:
@@ -51,7 +52,7 @@ def test_host_gate_lets_another_host_go_before_a_busy_hosts_queue() -> None:
 
 def test_host_gate_spaces_requests_to_one_host() -> None:
     async def main() -> list[float]:
-        gate = hosts.HostGate(total=8, per_host=8, delay=timedelta(seconds=0.2))
+        gate = HostGate(total=8, per_host=8, delay=timedelta(seconds=0.2))
         starts: list[float] = []
 
         async def job() -> None:

@@ -1,8 +1,8 @@
 """Per-host politeness across processes: ``[fetch] host_delay`` and ``[poll] per_host``
 hold for every poller on one database, not just inside one process.
 
-The gate with a stand-in for the database (the pure rule, host_rules.host_turn, is tested
-in tests/test_host_rules.py), the storage methods on both engines, then two real
+The gate with a stand-in for the database (the pure rule, rules.host_turn, is tested
+in tests/test_politeness_rules.py), the storage methods on both engines, then two real
 ``feedsync run`` processes against one database and one slow local host, the server
 recording when each request started and how many were in flight (by its own monotonic
 clock, whichever process sent them).
@@ -28,9 +28,11 @@ import pytest
 from conftest import BACKENDS, FeedsyncEnv, Site, wait_until
 from sitegen import Item
 
-from feedsync import host_rules, hosts
-from feedsync.holds import HostHolds
 from feedsync.localserver import LocalServer
+from feedsync.politeness import rules
+from feedsync.politeness.gate import HostGate
+from feedsync.politeness.holds import HostHolds
+from feedsync.politeness.ticket import Ticket
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
 
@@ -53,7 +55,7 @@ class FakeShared:
     async def take(self, host: str) -> tuple[int, float] | None:
         now = time.monotonic()
         taken = [(slot, now + 10.0) for slot in self.held]  # leases running
-        turn = host_rules.host_turn(now, self.next_start, self.delay, taken, self.slots)
+        turn = rules.host_turn(now, self.next_start, self.delay, taken, self.slots)
         if turn is None:
             self.refused += 1
             return None
@@ -80,7 +82,7 @@ class FakeShared:
 
 
 class HeldShared(FakeShared):
-    """A host this process holds whole (feedsync/holds.py) until company comes; then
+    """A host this process holds whole (feedsync/politeness/holds.py) until company comes; then
     turns from the stand-in database."""
 
     def __init__(self) -> None:
@@ -119,7 +121,7 @@ def test_company_ends_a_hold_after_the_request_sent_not_after_those_queued() -> 
 
     async def scenario() -> tuple[list[str], HeldShared]:
         shared = HeldShared()
-        gate = hosts.HostGate(2, 2, timedelta(0), shared=shared)
+        gate = HostGate(2, 2, timedelta(0), shared=shared)
         company = asyncio.Event()
         ways: list[str] = []
 
@@ -160,7 +162,7 @@ def test_a_poller_takes_no_more_of_a_hosts_slots_than_it_can_send_at_once() -> N
 
     async def scenario() -> tuple[int, FakeShared]:
         shared = FakeShared(slots=8, delay=0.0)
-        gate = hosts.HostGate(2, 8, timedelta(0), shared=shared)  # 2 at once, of 8
+        gate = HostGate(2, 8, timedelta(0), shared=shared)  # 2 at once, of 8
         done = asyncio.Event()
         most = 0
 
@@ -192,10 +194,10 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
     async def scenario() -> tuple[list[float], FakeShared, FakeShared]:
         # two gates (two processes) over one shared pace: starts spaced across both
         shared = FakeShared(slots=1, delay=0.1)
-        gates = [hosts.HostGate(8, 4, timedelta(0), shared=shared) for _ in range(2)]
+        gates = [HostGate(8, 4, timedelta(0), shared=shared) for _ in range(2)]
         starts: list[float] = []  # the reserved start of each request that went
 
-        async def request(gate: hosts.HostGate) -> None:
+        async def request(gate: HostGate) -> None:
             async with gate.slot("h") as ok:
                 assert ok
                 (reserved,) = [shared.reserved[slot] for slot in shared.held]
@@ -207,7 +209,7 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
         await asyncio.gather(*(request(gates[i % 2]) for i in range(6)))
         # `first` saying no: no turn taken at all
         untouched = FakeShared(slots=1, delay=1.0)
-        gate = hosts.HostGate(8, 4, shared=untouched)
+        gate = HostGate(8, 4, shared=untouched)
 
         async def no() -> bool:
             return False
@@ -225,11 +227,34 @@ def test_the_gate_waits_for_the_shared_turn_and_gives_the_slot_back() -> None:
     assert not shared.renewed  # requests shorter than renew_every renew nothing
 
 
+def test_a_ticket_keeps_the_turns_slot_for_its_holder_to_give_back() -> None:
+    """A feed poll's slot is not given back when its turn ends: it stays on the poll's
+    ticket, which the poll hands to its record (one write, not two); without a ticket
+    (an article) the slot goes back at once."""
+
+    async def scenario() -> tuple[FakeShared, Ticket]:
+        shared = FakeShared(slots=2, delay=0.0)
+        gate = HostGate(8, 4, shared=shared)
+        ticket = Ticket("h")
+        async with gate.slot("h", ticket=ticket) as ok:
+            assert ok
+        assert shared.given_back == [] and shared.held == {0}
+        async with gate.slot("h"):
+            pass
+        return shared, ticket
+
+    shared, ticket = asyncio.run(scenario())
+    assert ticket.slots == (("h", 0),)
+    assert shared.given_back == [1] and shared.held == {0}
+    ticket.handed_in(ticket.slots)  # its record gave it back
+    assert ticket.slots == ()
+
+
 def test_the_gate_renews_the_slot_of_a_request_that_outlasts_its_lease() -> None:
     async def scenario() -> FakeShared:
         shared = FakeShared(slots=1, delay=0.0)
         shared.renew_every = 0.02
-        gate = hosts.HostGate(8, 4, shared=shared)
+        gate = HostGate(8, 4, shared=shared)
         async with gate.slot("h"):
             # a slow answer: until it is in, the slot stays ours
             await wait_for(lambda: len(shared.renewed) >= 3)

@@ -1,11 +1,11 @@
-"""The hosts' rules (feedsync/host_rules.py): a 429/503 block's length, and a host's turn
+"""The hosts' rules (feedsync/politeness/rules.py): a 429/503 block's length, and a host's turn
 across every poller on the database."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from feedsync.host_rules import HostBlock, HostTurn, held_start, host_block, host_turn
+from feedsync.politeness.rules import HostBlock, HostTurn, held_start, host_block, host_turn
 
 # ---------------------------------------------------------------- the rule
 

@@ -3,10 +3,12 @@
 How long a host that answered 429 or 503 is left alone (:func:`host_block`), and which
 request to a host may start when, across every process on the database
 (:func:`host_turn`: a concurrency slot and a start spaced from the last), including a host
-held whole by one process (:data:`HOLD`, feedsync/holds.py). Storage applies them in one
-transaction (``host_turn``, the holds), hosts.py's ``HostGate`` paces by them in memory;
-tests/test_host_rules.py and tests/test_host_pace.py test them directly. Apart from
-decide.py, which decides a feed poll: these decide a host's.
+held whole by one process (:data:`HOLD`, feedsync/politeness/holds.py). Storage applies
+them in one transaction (``host_turn``, the holds: feedsync/storage/sql_hosts.py), the
+gate (feedsync/politeness/gate.py) paces by them in memory;
+tests/test_politeness_rules.py and tests/test_politeness_pace.py test them directly.
+Apart from decide.py, which decides a feed poll: these decide a host's. Storage imports
+this module, so it imports nothing (the package's ``__init__`` neither).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ SLOT_LEASE = timedelta(seconds=15)
 # it is taken for a clock that stepped back, beyond what any poller can have reserved.
 CLOCK_SLACK_S = 60.0
 # The slot number of a host held whole by one process, which paces it in memory
-# (feedsync/holds.py): while it lives, no other process gets a turn there.
+# (feedsync/politeness/holds.py): while it lives, no other process gets a turn there.
 HOLD = -1
 # The slot number of a process refused a turn on a held host: it asks the holder to give
 # the host up (the holder sees it when it records its next feed there). Not a request.

@@ -2,11 +2,11 @@
 
 Several processes on one database share a host's politeness (``[poll] per_host``
 requests at once, ``[fetch] host_delay`` between two starts) through the database: each
-request takes a turn there, one write transaction (hosts.HostGate). A process alone on
+request takes a turn there, one write transaction (gate.HostGate). A process alone on
 its database needs none of that: it can pace the host by itself. So a pass that finds
 itself alone **holds** the hosts it polls: the claim transaction that takes a host's
 feeds (storage.claim_feeds) also writes a hold on the host (a host_slots row, slot
-decide.HOLD), granted only when no request to the host is in flight anywhere. While the
+rules.HOLD), granted only when no request to the host is in flight anywhere. While the
 hold lives, every other process is refused a turn there, and this one paces the host in
 memory: one write per feed (its record) instead of two.
 
@@ -15,17 +15,18 @@ The hold ends, with the host's next start written for whoever comes next:
 - when the pass's polls are over (one transaction for every host held);
 - when company arrives: another process is seen by a claim, by the keeper that renews
   the holds every few seconds, or by the record of a feed on a held host, which says
-  whether a process refused a turn there wants it (decide.WANTED). From then on, for the rest of the
-  pass, nothing is held: each held host takes no new local request, and is released as
+  whether a process refused a turn there wants it (rules.WANTED). From then on, for the
+  rest of the pass, nothing is held: each held host takes no new local request, and is released as
   soon as its requests in flight are over. Meanwhile the newcomer's turns there are
   refused; it asks again, as it does when every slot of a host is taken.
 
 A hold that its process cannot release (it died) lapses with its lease, like a slot's.
 
 This class is the bookkeeping only: which hosts are held, open to new requests, and how
-many local requests are in flight on each. It runs on the event loop (no locks): the
-transactions it asks for run on the pass's one database lane, in the order asked, so a
-release asked for before a claim is applied before it.
+many local requests are in flight on each (hosts.Hosts asks for the transactions). It
+runs on the event loop (no locks): the transactions it asks for run on the pass's one
+database lane, in the order asked, so a release asked for before a claim is applied
+before it.
 """
 
 from __future__ import annotations
