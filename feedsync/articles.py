@@ -152,7 +152,7 @@ class ArticleQueue:
         )
         try:
             # its host slot given back at once (a feed poll's goes with its record)
-            async with c.hosts.turn(host, origin=fetch.origin_of(job.url)):
+            async with c.hosts.turn(job.url):
                 page = await fetch.get(
                     c.clients["pages"],
                     job.url,

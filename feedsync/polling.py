@@ -257,7 +257,7 @@ class FeedPolls:
         poll = c.config.poll
         parsed: ParsedFeed | None = None
         by_308 = False
-        host = host_of(feed.url)
+        host = self._feed_hosts[feed.id]  # found once, when the pass listed it
         if c.stats.not_taking is not None:  # no room for new entries: poll it later
             self._defer()
             return
@@ -270,8 +270,7 @@ class FeedPolls:
                 # spends no slot and no start of the host's; room for the body once the
                 # turn has come: a feed waiting for its host holds none
                 async with c.hosts.turn(
-                    host,
-                    origin=fetch.origin_of(feed.url),
+                    feed.url,
                     first=lambda: self._claims.take(feed),
                     ready=lambda: memory.enter_async_context(in_memory),
                     ticket=ticket,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from feedsync import clock as clocks
 from feedsync import fetch, logs, timestamps
+from feedsync.canonical import host_of
 from feedsync.config import Config
 from feedsync.politeness import rules
 from feedsync.politeness.gate import HostGate
@@ -102,21 +103,23 @@ class Hosts:
     @asynccontextmanager
     async def turn(
         self,
-        host: str,
+        url: str,
         *,
-        origin: str | None = None,
         first: Callable[[], Awaitable[bool]] | None = None,
         ready: Callable[[], Awaitable[object]] | None = None,
         ticket: Ticket | None = None,
     ) -> AsyncIterator[Ticket | None]:
-        """The right to send one request to ``host`` now, until the block ends (the
-        gate's ``slot``: ``first``, ``ready``, ``origin`` and what it raises are its).
-        None instead when ``first`` said False (a feed another process is polling).
+        """The right to send one request for ``url`` to its host now, until the block
+        ends (the gate's ``slot``: ``first``, ``ready`` and what it raises are its; the
+        host and the origin known unreachable are the URL's, found here so that the
+        flows hand over the URL and nothing derived from it). None instead when
+        ``first`` said False (a feed another process is polling).
 
         ``ticket``: a feed poll's, where the shared slots its turn held are kept when the
-        block ends, for its record to give back (``PollIntent.host_slots``), or
+        block ends, for its record to give back (``HostNote.slots``), or
         :meth:`give_back` if it writes none. Without one, they go back at once and the
         ticket yielded holds none."""
+        host, origin = host_of(url), fetch.origin_of(url)
         own = ticket if ticket is not None else Ticket(host)
         async with self._gate.slot(
             host, first=first, ready=ready, origin=origin, ticket=ticket
