@@ -57,12 +57,15 @@ MARK = "# the database feedsync demo --keep wrote"
 GONE = "the demo's sample site, served only while the demo ran"
 
 
+class DemoRefused(Exception):
+    """The demo cannot run where it was asked to (a database no demo wrote is there);
+    ``str()`` says why in one line. The command line reports it as a usage error."""
+
+
 def _clear_earlier_demo(folder: Path) -> bool:
     """Make room in ``folder`` for the demo's database: the one an earlier ``demo --keep``
     left there goes (its sample site, on another port then, is gone); any other
     database is refused, never touched. True when an earlier demo's was cleared."""
-    from feedsync.cli.common import UsageError
-
     if not (folder / "feedsync.db").exists():
         return False
     config = folder / "feedsync.toml"
@@ -71,7 +74,7 @@ def _clear_earlier_demo(folder: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         ours = False
     if not ours:
-        raise UsageError(
+        raise DemoRefused(
             f"{folder} already holds a database (feedsync.db) that no demo wrote: keep the "
             "demo in another folder"
         )

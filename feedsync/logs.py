@@ -27,6 +27,12 @@ _PRIORITY = {  # syslog levels, as journald reads them from a "<N>" prefix
 }
 
 
+#: the loggers of the database drivers storage uses (psycopg's pool, feedsync/storage/
+#: pg_connect.py), which the daemon's log takes in; named here, where they are routed,
+#: so that logging, which every layer uses, imports none of them
+DRIVER_LOGGERS = ("psycopg.pool",)
+
+
 def url_field(url: str | None) -> dict[str, str]:
     """``extra=`` for a log call about one URL."""
     return {"FEED_URL": url} if url else {}
@@ -77,13 +83,11 @@ def setup(level: int = logging.INFO, environ: Mapping[str, str] = os.environ) ->
     # exceptions that the daemon logs itself: only its critical messages are kept.
     logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
     logging.getLogger("apscheduler").addHandler(handler)
-    # A database driver's own loggers (storage names them) say at WARNING what went wrong
+    # A database driver's own loggers (DRIVER_LOGGERS) say at WARNING what went wrong
     # with a connection (the server refused one, a broken one was discarded): without a
     # handler of their own, that went to Python's last-resort stderr, bare, past
     # journald's priorities. It is the one line a pool problem gets, so it goes where
     # feedsync's lines go; their INFO and DEBUG chatter are not kept.
-    from feedsync.storage import DRIVER_LOGGERS
-
     for name in DRIVER_LOGGERS:
         driver = logging.getLogger(name)
         driver.handlers[:] = [handler]

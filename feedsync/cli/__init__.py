@@ -108,9 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        from feedsync.demo import run_demo
+        from feedsync.demo import DemoRefused, run_demo
 
-        return run_demo(sys.stdout, keep=args.keep)
+        try:
+            return run_demo(sys.stdout, keep=args.keep)
+        except DemoRefused as exc:
+            raise UsageError(str(exc)) from None
 
     config = config_module.load(args.config)
     module, name = COMMANDS[args.command]

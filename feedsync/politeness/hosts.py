@@ -36,10 +36,10 @@ from feedsync.politeness.holds import HostHolds
 from feedsync.politeness.shared import Lane, StorageHosts
 from feedsync.politeness.ticket import Ticket
 from feedsync.records import HostWait
-from feedsync.storage.errors import StorageError
+from feedsync.storage_errors import StorageError
 
 if TYPE_CHECKING:
-    from feedsync.storage.interface import HostPacing
+    from feedsync.politeness.pacing import HostPacing
 
 
 class Hosts:

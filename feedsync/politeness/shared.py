@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from feedsync.group_commit import GroupCommit
 from feedsync.politeness.holds import HostHolds
-from feedsync.storage.errors import StorageError, StorageUnavailable
+from feedsync.storage_errors import StorageError, StorageUnavailable
 
 if TYPE_CHECKING:
-    from feedsync.storage.interface import HostPacing
+    from feedsync.politeness.pacing import HostPacing
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -10,7 +10,7 @@ share their logic through :mod:`feedsync.storage.base`.
 
 Here: choosing and opening the engine, and what the commands ask about where the data
 is. The interface is :mod:`feedsync.storage.interface` (by role), the errors
-:mod:`feedsync.storage.errors`; both are re-exported. Nothing inside the package imports
+:mod:`feedsync.storage_errors`; both are re-exported. Nothing inside the package imports
 this module back: each engine imports the interface, errors and helpers it needs.
 """
 
@@ -19,7 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from feedsync.config import StorageConfig
-from feedsync.storage.errors import (
+from feedsync.storage.interface import (
+    ArticleQueue,
+    Feeds,
+    Keep,
+    Polling,
+    Reading,
+    Storage,
+    Upkeep,
+)
+from feedsync.storage_errors import (
     SNAPSHOTS_DO_NOT_APPLY,
     CardReadOnly,
     StorageDamaged,
@@ -27,25 +36,13 @@ from feedsync.storage.errors import (
     StorageFull,
     StorageUnavailable,
 )
-from feedsync.storage.interface import (
-    ArticleQueue,
-    Feeds,
-    HostPacing,
-    Keep,
-    Polling,
-    Reading,
-    Storage,
-    Upkeep,
-)
 
 __all__ = [
-    "DRIVER_LOGGERS",
     "NO_CARD",
     "SNAPSHOTS_DO_NOT_APPLY",
     "ArticleQueue",
     "CardReadOnly",
     "Feeds",
-    "HostPacing",
     "Keep",
     "Polling",
     "Reading",
@@ -111,9 +108,6 @@ def restore_snapshot(
 
 # ---------------------------------------------------------------- for the commands
 # What the commands say and decide about where the data is, without naming an engine.
-
-#: the loggers of the database drivers, which the daemon's log takes in (feedsync/logs.py)
-DRIVER_LOGGERS = ("psycopg.pool",)
 
 #: ``feedsync status``'s snapshot line for a database that saves to no card
 NO_CARD = "a PostgreSQL database is backed up with pg_dump"

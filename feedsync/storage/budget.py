@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage_errors import StorageError
 
 SPILL_SHARE = 0.5  # of the RAM budget: save to the card and leave RAM
 FULL_SHARE = 0.85  # of the RAM budget: take no new entries

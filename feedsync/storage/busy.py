@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from feedsync.storage.errors import StorageDamaged, StorageError
+from feedsync.storage_errors import StorageDamaged, StorageError
 
 T = TypeVar("T")
 

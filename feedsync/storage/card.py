@@ -64,8 +64,8 @@ from feedsync.storage.card_layout import (
     sql,
     to_card_layout,
 )
-from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
+from feedsync.storage_errors import StorageError
 from feedsync.timestamps import from_iso, to_iso
 
 # Search indexing: a save indexes a month's new articles once this many wait, or once

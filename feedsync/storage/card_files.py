@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from feedsync.storage import busy
-from feedsync.storage.errors import CardReadOnly, StorageError
 from feedsync.storage.sqlfiles import queries
+from feedsync.storage_errors import CardReadOnly, StorageError
 
 # A saver or restorer holds the card's lock for seconds; waiting longer means trouble.
 LOCK_TIMEOUT_S = 300.0

@@ -10,8 +10,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from feedsync.clock import EARLIEST
-from feedsync.storage.errors import StorageError
 from feedsync.storage.sqlfiles import queries, split_statements
+from feedsync.storage_errors import StorageError
 from feedsync.timestamps import to_iso
 
 MONTH = re.compile(r"^\d{4}_\d{2}$")

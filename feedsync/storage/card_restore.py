@@ -37,8 +37,8 @@ from feedsync.storage.card_files import (
 )
 from feedsync.storage.card_layout import MONTH, schema_version
 from feedsync.storage.card_upgrade import create, flush_legacy, needs_upgrade, upgrade
-from feedsync.storage.errors import CardReadOnly, StorageDamaged, StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, schema_steps
+from feedsync.storage_errors import CardReadOnly, StorageDamaged, StorageError
 from feedsync.terminal import plural, short_time
 
 # The meta rows that saves and the content counter read: a live database lacking one

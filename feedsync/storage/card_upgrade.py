@@ -22,8 +22,8 @@ from feedsync.storage.card_files import (
     why_read_only,
 )
 from feedsync.storage.card_layout import is_card, schema_version, to_card_layout
-from feedsync.storage.errors import CardReadOnly, StorageError
 from feedsync.storage.sqlfiles import migrate_sqlite, queries
+from feedsync.storage_errors import CardReadOnly, StorageError
 
 
 def create(path: Path, lineage: str | None, now: str) -> None:

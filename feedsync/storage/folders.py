@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage_errors import StorageError
 
 PRIVATE = 0o700
 

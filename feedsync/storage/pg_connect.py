@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage_errors import StorageError
 
 INSTALL_HINT = (
     "the PostgreSQL driver is not installed: pip install 'feedsync[postgresql]' "

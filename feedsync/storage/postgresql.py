@@ -47,7 +47,6 @@ from feedsync.records import (
 )
 from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, search_hit
-from feedsync.storage.errors import StorageError, StorageUnavailable
 from feedsync.storage.pg_connect import (
     display_url,
     driver,
@@ -56,6 +55,7 @@ from feedsync.storage.pg_connect import (
 )
 from feedsync.storage.pg_staging import PGStaging
 from feedsync.storage.sqlfiles import pyformat, queries, schema_steps, steps_to_apply
+from feedsync.storage_errors import StorageError, StorageUnavailable
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,7 +13,7 @@ import sqlite3
 from functools import cache
 from pathlib import Path
 
-from feedsync.storage.errors import StorageError
+from feedsync.storage_errors import StorageError
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")

@@ -49,13 +49,13 @@ from feedsync.records import (
 from feedsync.storage import budget, busy, card_files, card_restore
 from feedsync.storage import card as cards
 from feedsync.storage import search as fulltext
-from feedsync.storage.errors import StorageDamaged, StorageError, StorageFull
 from feedsync.storage.folders import check_directory
 from feedsync.storage.interface import Keep
 from feedsync.storage.sqlfiles import migrate_sqlite, queries, split_statements
 from feedsync.storage.sqlite_reading import SQLiteReading
 from feedsync.storage.sqlite_saving import SQLiteSaving
 from feedsync.storage.sqlite_staging import SQLiteStaging
+from feedsync.storage_errors import StorageDamaged, StorageError, StorageFull
 
 T = TypeVar("T")
 

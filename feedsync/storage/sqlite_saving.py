@@ -23,8 +23,8 @@ from feedsync.records import (
 from feedsync.storage import budget, card_files, card_upgrade
 from feedsync.storage import card as cards
 from feedsync.storage.base import SQLStorage
-from feedsync.storage.errors import CardReadOnly, StorageFull
 from feedsync.storage.interface import Keep
+from feedsync.storage_errors import CardReadOnly, StorageFull
 
 T = TypeVar("T")
 
