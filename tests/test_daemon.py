@@ -188,7 +188,7 @@ def test_a_failing_job_is_logged_and_the_daemon_carries_on(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:
     feed = site.feed("f.xml", [Item("First", site.page("first"))])
-    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
+    fs_card.configure([feed], storage={"save_interval": "1s"}, **FAST)
     assert fs_card.snapshot_path is not None
     daemon = start_daemon()
     wait_until(lambda: titles(fs_card) == {"First"}, "the first story")
@@ -385,7 +385,7 @@ def test_a_long_pass_saves_on_its_way(
     items.append(Item("Held story", site.server.set("/articles/held", b"", handler=held)))
     fs_card.configure(
         [site.feed("f.xml", items)],
-        storage={"snapshot_interval": "1s"},
+        storage={"save_interval": "1s"},
         poll={"concurrency": 1, "per_host": 1, "timeout": "120s"},
         daemon=FAST["daemon"],
     )

@@ -199,7 +199,7 @@ def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
     print(
         f"copied {source} into {display_url(url)} in {result.seconds:.1f}s; now set "
         f"[storage] url to that URL in {config.source or 'the config file'} and remove db "
-        "and snapshot (a password belongs in ~/.pgpass or PGPASSWORD)"
+        "and card (a password belongs in ~/.pgpass or PGPASSWORD)"
     )
     return EXIT_OK
 

@@ -186,7 +186,7 @@ def build_parser() -> _Parser:
         "daemon",
         "run as a service: poll on schedule, snapshot, retention (systemd)",
         "Run until stopped (SIGTERM): poll each feed when it is due, extract the new "
-        "articles, save to the card database every snapshot_interval and at the stop, "
+        "articles, save to the card database every save_interval and at the stop, "
         "prune daily. For systemd (Type=notify, watchdog) or a terminal.",
     )
 

@@ -179,7 +179,7 @@ def prepare(
     cannot be read from it). Called holding no lock on ``<live>.lock``: all of it runs
     under the card's lock, so processes starting together do it one at a time.
     """
-    require_file(path, "snapshot" if on_card else "db")
+    require_file(path, "card" if on_card else "db")
     require_file(live, "db")
     read_only = why_read_only(path)
     with file_lock(lock_path(path)):
