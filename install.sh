@@ -602,6 +602,7 @@ print("" if storage.url else storage.live_path)' "$config" 2>/dev/null); then
     fi
     [ -e "$live" ] || return 0
     say "saving the live database $live to the card database first"
+    # `snapshot`, save's name before: the installed feedsync may be older than this script
     if "$@" snapshot; then
         say "the live database $live holds nothing unsaved; it stays in RAM until the next reboot (or: rm -r $(dirname "$live"))"
     else

@@ -460,7 +460,7 @@ def test_a_card_that_went_missing_is_not_silently_begun_again(
     config.card_path.rename(config.card_path.with_name("elsewhere.db"))  # not mounted
     with pytest.raises(StorageError, match=r"is missing, yet .* was saved to it 1 times"):
         SQLiteStorage.open(config)
-    # feedsync snapshot --force: a new card from what RAM holds
+    # feedsync save --force: a new card from what RAM holds
     store = SQLiteStorage.open(config, new_card=True)
     try:
         assert store.save(force=True).written
@@ -718,8 +718,8 @@ def test_a_damaged_card_is_set_aside_and_the_feeds_bring_back_what_they_carry(
 
 def test_save_and_restore_commands(fs_card: FeedsyncEnv, site: Site) -> None:
     first_run(fs_card, site, 2)
-    assert "nothing written" in fs_card.run("snapshot").stdout
-    assert "snapshot written: " in fs_card.run("snapshot", "--force").stdout
+    assert "nothing written" in fs_card.run("save").stdout
+    assert "snapshot written: " in fs_card.run("save", "--force").stdout
 
     # the live database gains a change that the card lacks: restore refuses
     fs_card.run("add", site.feed("other.xml", []))
@@ -1463,7 +1463,7 @@ def test_a_damaged_live_database_another_process_has_open_is_not_set_aside(
     until that process ends."""
     fs_card.configure([])
     fs_card.run("add", site.feed("f.xml", []))
-    fs_card.run("snapshot")
+    fs_card.run("save")
     live = fs_card.live_path
     in_use = files.acquire(files.lock_path(live), shared=True)  # what an open storage holds
     try:
@@ -1556,7 +1556,7 @@ def test_a_damaged_live_database_without_its_card_is_refused_and_left_as_it_is(
     damaged file waits for the card to come back."""
     fs_card.configure([])
     fs_card.run("add", site.feed("f.xml", []))
-    fs_card.run("snapshot")
+    fs_card.run("save")
     card = fs_card.card_path
     unmounted = card.parent.with_name("card-away")
     card.parent.rename(unmounted)
@@ -1608,7 +1608,7 @@ def test_a_read_only_card_is_read_said_and_feedsync_runs_in_ram(
     assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: not saved: ")
     titles = {a["title"] for a in json.loads(fs_card.run("news", "--json").stdout)}
     assert titles == {f"Story {n}" for n in range(4)}  # polled and extracted, in RAM
-    saving = fs_card.run("snapshot", expect=3)
+    saving = fs_card.run("save", expect=3)
     assert saving.stderr.count("\n") == 1 and "mounted read-only" in saving.stderr
     status = json.loads(fs_card.run("status", "--json").stdout)["storage"]
     assert "nothing can be saved to " in status["card_read_only"]

@@ -219,8 +219,8 @@ def test_a_read_only_card_is_logged_once_and_saving_resumes_when_writable(
     and extracts in RAM, and once the card is writable again its next save writes what
     waited, saying so."""
     feed = site.feed("f.xml", [Item("First", site.page("first"))])
-    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
-    fs_card.run("snapshot")  # the card database exists
+    fs_card.configure([feed], storage={"save_interval": "1s"}, **FAST)
+    fs_card.run("save")  # the card database exists
     card_mount.remount("ro")
     daemon = start_daemon()
     wait_until(lambda: titles(fs_card) == {"First"}, "the first story, in RAM")

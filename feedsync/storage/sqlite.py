@@ -118,7 +118,7 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         (``[storage] db`` and no card).
         ``notice`` hears what a user should know (a restore, an upgrade, a damaged card
         set aside); ``new_card``: a card database that is missing may be started anew
-        (``feedsync snapshot --force``); ``clock``: what time it is (the storage's
+        (``feedsync save --force``); ``clock``: what time it is (the storage's
         :attr:`clock`)."""
         if isinstance(config, Path):
             config = StorageConfig(db=config, card=None)
