@@ -366,7 +366,7 @@ def test_a_long_pass_saves_on_its_way(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:
     """Saves never wait on polling: the daemon's save job cannot run while a pass does,
-    so a pass that lasts longer than ``snapshot_interval`` saves on its way. Here the
+    so a pass that lasts longer than ``save_interval`` saves on its way. Here the
     last page is held by the server until the card has the first articles: a power cut
     at that moment would keep them."""
     release = threading.Event()
