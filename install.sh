@@ -308,8 +308,8 @@ pip_install() {
     "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$here"
 }
 
-write_config() {  # path db snapshot: a commented config, never over an existing one
-    local config=$1 db=$2 snapshot=$3
+write_config() {  # path db card: a commented config, never over an existing one
+    local config=$1 db=$2 card=$3
     if [ -e "$config" ]; then
         say "kept your config $config"
         return 0
@@ -322,11 +322,11 @@ write_config() {  # path db snapshot: a commented config, never over an existing
 # feedsync configuration (every key: README, "Configuration").
 
 [storage]
-# The live database sits in RAM (tmpfs) and holds what is recent; the snapshot, on the
-# SD card, holds everything, saved every snapshot_interval (what a power cut may lose).
+# The live database sits in RAM (tmpfs) and holds what is recent; the card database, on
+# the SD card, holds everything, saved every save_interval (what a power cut may lose).
 $db
-$snapshot
-# snapshot_interval = "1h"
+$card
+# save_interval = "1h"
 # ram_budget = "50MB"   # the most the live database takes in RAM (default: half of it)
 
 [poll]
@@ -437,7 +437,7 @@ install_system() {
     pip_install "$sys_venv"
 
     write_config "$sys_config" 'db = "/run/feedsync/feedsync.db"' \
-        'snapshot = "/var/lib/feedsync/feedsync.db"'
+        'card = "/var/lib/feedsync/feedsync.db"'
     # readable by the service (group feedsync), not by every local user: [storage] url
     # may hold a PostgreSQL password; an existing config is tightened the same way
     step="setting the config's owner and mode (chmod 0640, chown root:feedsync $sys_config)"
@@ -602,6 +602,7 @@ print("" if storage.url else storage.live_path)' "$config" 2>/dev/null); then
     fi
     [ -e "$live" ] || return 0
     say "saving the live database $live to the card database first"
+    # `snapshot`, save's name before: the installed feedsync may be older than this script
     if "$@" snapshot; then
         say "the live database $live holds nothing unsaved; it stays in RAM until the next reboot (or: rm -r $(dirname "$live"))"
     else
@@ -766,7 +767,7 @@ install_user() {
     mkdir -p "$user_bin"
     ln -sfn "$user_venv/bin/feedsync" "$user_bin/feedsync"
     write_config "$user_config" "# db = \"/dev/shm/feedsync-$(id -u)/feedsync.db\"" \
-        "# snapshot = \"$data_home/feedsync/feedsync.db\""
+        "# card = \"$data_home/feedsync/feedsync.db\""
     step="installing the user unit $user_unit"
     mkdir -p "$(dirname "$user_unit")"
     install -m 0644 "$here/systemd/feedsync-user.service" "$user_unit"

@@ -233,7 +233,7 @@ class Bench:
         feeds: Sequence[str],
         *,
         db: Path | None = None,
-        snapshot: Path | None = None,
+        card: Path | None = None,
         url: str | None = None,
         **sections: dict[str, Any],
     ) -> Path:
@@ -241,8 +241,8 @@ class Bench:
         per_host = concurrency, [extract] workers as the params say. ``url``: a PostgreSQL
         database instead of the SQLite file ``db``."""
         storage: dict[str, Any] = {"url": url} if url else {"db": str(db)}
-        if snapshot is not None:
-            storage["snapshot"] = str(snapshot)
+        if card is not None:
+            storage["card"] = str(card)
         settings: dict[str, dict[str, Any]] = {
             "storage": storage,
             "poll": {"concurrency": self.params.concurrency, "per_host": self.params.concurrency},

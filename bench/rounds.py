@@ -261,7 +261,7 @@ def poll_round(
             live / "feedsync.toml",
             world.feed_urls,
             db=live / "feedsync.db",
-            snapshot=card / "feedsync.db",
+            card=card / "feedsync.db",
             **sections,
         )
     before = world.counters()

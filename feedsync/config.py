@@ -48,11 +48,12 @@ def _key(parse: Callable[[Any], Any], default: Any = MISSING) -> Any:
 
 @dataclass(frozen=True)
 class StorageConfig:
-    db: Path = _key(values.path)  # the live database (on tmpfs when there is a snapshot)
+    db: Path = _key(values.path)  # the live database (on tmpfs when there is a card)
     # the card database, everything (the SD card); None: see from_dict
-    snapshot: Path | None = _key(values.path)
-    snapshot_interval: timedelta = _key(values.duration, timedelta(hours=1))
-    # a PostgreSQL server instead of the file (a libpq URI); db and snapshot then unused
+    card: Path | None = _key(values.path)
+    # how often the daemon saves the live database to the card
+    save_interval: timedelta = _key(values.duration, timedelta(hours=1))
+    # a PostgreSQL server instead of the file (a libpq URI); db and card then unused
     url: str | None = _key(values.database_url, None)
     # bytes; None: half the live database's file system
     ram_budget: int | None = _key(values.size, None)
@@ -61,17 +62,17 @@ class StorageConfig:
 
     @property
     def live_path(self) -> Path:
-        """The live database: ``db``, or, with no snapshot (a database on a disk), a
+        """The live database: ``db``, or, with no card (a database on a disk), a
         working file beside ``db``."""
-        if self.snapshot is not None:
+        if self.card is not None:
             return self.db
         return self.db.with_name(f"{self.db.stem}-live{self.db.suffix or '.db'}")
 
     @property
     def card_path(self) -> Path:
-        """The database that holds everything: the snapshot (on the SD card), or, with
-        none configured, ``db`` itself."""
-        return self.snapshot if self.snapshot is not None else self.db
+        """The database that holds everything: the card database (on the SD card), or,
+        with none configured, ``db`` itself."""
+        return self.card if self.card is not None else self.db
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,14 @@ _SECTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
 }
 _FEED_KEYS = _keys(FeedConfig)
 
+# Keys renamed since, by section: old name -> key. A file written before the rename
+# reads as it did (``[storage] snapshot`` was the card's path, ``snapshot_interval`` the
+# save interval: "snapshot" also named the save and its command); a file naming a key by
+# both names is an error, since either could be the one meant.
+_OLD_NAMES: dict[str, dict[str, str]] = {
+    "storage": {"snapshot": "card", "snapshot_interval": "save_interval"},
+}
+
 
 # ---------------------------------------------------------------- locating and loading
 
@@ -203,18 +212,18 @@ SHM = Path("/dev/shm")
 def default_storage() -> StorageConfig:
     """Per-user defaults, used when no file names the database.
 
-    The live database goes to ``/dev/shm/feedsync-<uid>/`` (tmpfs), the snapshot to
+    The live database goes to ``/dev/shm/feedsync-<uid>/`` (tmpfs), the card database to
     ``$XDG_DATA_HOME/feedsync/``. Not ``$XDG_RUNTIME_DIR``: cron does not set it, and
     logind removes ``/run/user/<uid>`` at logout, so a cron run and a shell would work on
     two different live databases. Without /dev/shm, the database lives in the data folder
-    and there are no snapshots.
+    and there is no card.
     """
     data = _xdg("XDG_DATA_HOME", ".local/share") / "feedsync"
     if SHM.is_dir():
         return StorageConfig(
-            db=SHM / f"feedsync-{os.getuid()}" / "feedsync.db", snapshot=data / "feedsync.db"
+            db=SHM / f"feedsync-{os.getuid()}" / "feedsync.db", card=data / "feedsync.db"
         )
-    return StorageConfig(db=data / "feedsync.db", snapshot=None)
+    return StorageConfig(db=data / "feedsync.db", card=None)
 
 
 def find_config_file(explicit: str | None, environ: Mapping[str, str] = os.environ) -> Path | None:
@@ -295,18 +304,30 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
             raise fail(top, f"unknown section (known: {known})")
 
     sections: dict[str, dict[str, Any]] = {}
+    # section -> key -> the name the file gave it (an old name, for the errors below)
+    spelled: dict[str, dict[str, str]] = {}
     for name, keys in _SECTIONS.items():
         table = raw.get(name, {})
         if not isinstance(table, dict):
             raise fail(name, "expected a [section] table")
         parsed: dict[str, Any] = {}
-        for key, value in table.items():
+        spelled[name] = {}
+        old_names = _OLD_NAMES.get(name, {})
+        for written, value in table.items():
+            key = old_names.get(written, written)
             if key not in keys:
-                raise fail(f"{name}.{key}", f"unknown key (known: {', '.join(keys)})")
+                raise fail(f"{name}.{written}", f"unknown key (known: {', '.join(keys)})")
+            if key in spelled[name]:
+                old = written if written != key else spelled[name][key]
+                raise fail(
+                    f"{name}.{old}",
+                    f"is the old name of {name}.{key}, which is set too: keep {key} only",
+                )
+            spelled[name][key] = written
             try:
                 parsed[key] = keys[key](value)
             except ValueError as exc:
-                raise fail(f"{name}.{key}", str(exc)) from None
+                raise fail(f"{name}.{written}", str(exc)) from None
         sections[name] = parsed
 
     feeds_raw = raw.get("feeds", [])
@@ -335,31 +356,31 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
     given = sections["storage"]
     if "url" in given:
         clash = [
-            f"storage.{key}"
-            for key in ("db", "snapshot", "ram_budget", "card_budget")
+            f"storage.{spelled['storage'][key]}"
+            for key in ("db", "card", "ram_budget", "card_budget")
             if key in given
         ]
         if clash:
             raise fail(
                 "storage.url",
                 f"cannot be used with {' and '.join(clash)}: with a PostgreSQL server there "
-                "is no database file and no snapshot (back it up with pg_dump)",
+                "is no database file and no card (back it up with pg_dump)",
             )
-        storage = StorageConfig(db=defaults.db, snapshot=None, url=given["url"])
+        storage = StorageConfig(db=defaults.db, card=None, url=given["url"])
     else:
         storage = StorageConfig(
             db=given.get("db", defaults.db),
-            # naming the database but no snapshot means: a database on a disk, which
+            # naming the database but no card means: a database on a disk, which
             # holds everything itself (its working file beside it)
-            snapshot=given.get("snapshot", None if "db" in given else defaults.snapshot),
-            snapshot_interval=given.get("snapshot_interval", defaults.snapshot_interval),
+            card=given.get("card", None if "db" in given else defaults.card),
+            save_interval=given.get("save_interval", defaults.save_interval),
             ram_budget=given.get("ram_budget"),
             card_budget=given.get("card_budget"),
         )
-    if storage.snapshot is not None and storage.snapshot.absolute() == storage.db.absolute():
+    if storage.card is not None and storage.card.absolute() == storage.db.absolute():
         raise fail(
-            "storage.snapshot",
-            "must be another file than storage.db (the snapshot "
+            f"storage.{spelled['storage'].get('card', 'card')}",
+            "must be another file than storage.db (the card database "
             "is the persistent copy of the live database)",
         )
     poll = PollConfig(**sections["poll"])

@@ -7,7 +7,7 @@ share the database connection:
   extraction queue (new rows and failed rows due for a retry): the same pass as
   ``feedsync run --due``. Each feed's next poll time is in the database
   (``decide.next_poll_at``), so a restart keeps the schedule.
-- ``snapshot`` (every ``[storage] snapshot_interval``): the live database to the card,
+- ``snapshot`` (every ``[storage] save_interval``): the live database to the card,
   skipped when nothing changed.
 - ``retention`` (daily, and soon after start): prune old articles, then old tombstones.
 - ``heartbeat`` (when systemd has a watchdog): feeds the watchdog and refreshes STATUS.
@@ -223,7 +223,7 @@ class Daemon:
             self.poll_job, self._every(self.config.daemon.tick), id="poll", next_run_time=now
         )
         scheduler.add_job(
-            self.snapshot_job, self._every(self.config.storage.snapshot_interval), id="snapshot"
+            self.snapshot_job, self._every(self.config.storage.save_interval), id="snapshot"
         )
         scheduler.add_job(
             self.retention_job,
@@ -334,7 +334,7 @@ class Daemon:
         assert self.storage is not None
         plan = PassPlan(
             due_only=True,
-            save_every=self.config.storage.snapshot_interval,
+            save_every=self.config.storage.save_interval,
             say_clock=False,  # _judge_clock logs it, once
         )
         runtime = PassRuntime(

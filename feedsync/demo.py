@@ -86,7 +86,7 @@ def _clear_earlier_demo(folder: Path) -> bool:
 
 def _how_to_read(folder: Path, db: Path, name: str) -> str:
     """A config beside the kept database, and the commands that read it: the demo's
-    database is an ordinary feedsync database (no snapshot: ``db`` holds everything)."""
+    database is an ordinary feedsync database (no card: ``db`` holds everything)."""
     config = folder / "feedsync.toml"
     config.write_text(
         f"{MARK} (README: Configuration)\n[storage]\ndb = {_toml_string(str(db))}\n",
@@ -118,7 +118,7 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
         db = folder / "feedsync.db"
         feed_urls = serve_sample_site(server)
         config = Config(
-            storage=StorageConfig(db=db, snapshot=None),
+            storage=StorageConfig(db=db, card=None),
             extract=ExtractConfig(workers=2),
             # the sample site is our own, on loopback: no need to space requests out
             fetch=FetchConfig(host_delay=timedelta(0)),

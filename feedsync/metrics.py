@@ -2,7 +2,7 @@
 
 ``[metrics] textfile = "/var/lib/prometheus/node-exporter/feedsync.prom"`` (off by
 default): after each pass (``feedsync run``, the daemon's ticks) and each save to the
-card (``feedsync snapshot``, the daemon's saves), the figures of ``feedsync status
+card (``feedsync save``, the daemon's saves), the figures of ``feedsync status
 --json`` (feedsync/status.py) are written there in Prometheus' text exposition format.
 
 :func:`render` builds the text from that report and nothing else (a pure function);

@@ -54,7 +54,7 @@ class PassPlan(NamedTuple):
     queue's).
 
     ``save``: a save to the card at the end (a one-shot run; the daemon has its own save
-    job). ``save_every`` (the daemon's ``snapshot_interval``): a pass that runs longer
+    job). ``save_every`` (the daemon's ``[storage] save_interval``): a pass that runs longer
     saves on its way, between feeds and between articles, so a long pass never holds back
     the save (the daemon's save job waits for the pass, on the same worker thread).
     ``say_clock``: a clock that cannot be right is a problem line of the pass (False: the

@@ -119,12 +119,12 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
-def live_and_card(db: Path, snapshot: Path | None) -> tuple[Path, Path]:
+def live_and_card(db: Path, card: Path | None) -> tuple[Path, Path]:
     """Where feedsync keeps the live database and the card database for a config with
-    ``db`` and ``snapshot`` (feedsync.config.StorageConfig: live_path, card_path)."""
+    ``db`` and ``card`` (feedsync.config.StorageConfig: live_path, card_path)."""
     from feedsync.config import StorageConfig
 
-    config = StorageConfig(db=db, snapshot=snapshot)
+    config = StorageConfig(db=db, card=card)
     return config.live_path, config.card_path
 
 
@@ -199,7 +199,7 @@ class FeedsyncEnv:
             self.settings.setdefault(name, {}).update(values)
         storage = {"db": str(self.db_path)} if self.url is None else {"url": self.url}
         if self.snapshot_path is not None and self.url is None:
-            storage["snapshot"] = str(self.snapshot_path)
+            storage["card"] = str(self.snapshot_path)
         settings: dict[str, dict[str, Any]] = {
             "storage": storage,
             "extract": {"workers": 1, "retry_backoff": "0s"},
@@ -209,8 +209,8 @@ class FeedsyncEnv:
         }
         for name, values in self.settings.items():
             settings.setdefault(name, {}).update(values)
-        if self.url is not None:  # no snapshots on PostgreSQL
-            settings["storage"].pop("snapshot_interval", None)
+        if self.url is not None:  # no card on PostgreSQL
+            settings["storage"].pop("save_interval", None)
         lines = []
         for name, values in settings.items():
             lines.append(f"[{name}]")

@@ -58,7 +58,7 @@ class Clock:
 @pytest.fixture
 def config(tmp_path: Path, ramdisk: Path) -> StorageConfig:
     return StorageConfig(
-        db=ramdisk / "live" / "feedsync.db", snapshot=tmp_path / "card" / "feedsync.db"
+        db=ramdisk / "live" / "feedsync.db", card=tmp_path / "card" / "feedsync.db"
     )
 
 
@@ -460,7 +460,7 @@ def test_a_card_that_went_missing_is_not_silently_begun_again(
     config.card_path.rename(config.card_path.with_name("elsewhere.db"))  # not mounted
     with pytest.raises(StorageError, match=r"is missing, yet .* was saved to it 1 times"):
         SQLiteStorage.open(config)
-    # feedsync snapshot --force: a new card from what RAM holds
+    # feedsync save --force: a new card from what RAM holds
     store = SQLiteStorage.open(config, new_card=True)
     try:
         assert store.save(force=True).written
@@ -580,7 +580,7 @@ def test_a_database_on_a_disk_is_upgraded_in_place(tmp_path: Path, clock: Clock)
     """No snapshot: the configured file holds everything, its working file beside it."""
     path = tmp_path / "feedsync.db"
     _v6_database(path, 4)
-    store = opened(StorageConfig(db=path, snapshot=None), clock)
+    store = opened(StorageConfig(db=path, card=None), clock)
     try:
         assert store.counts()["articles"] == 4
     finally:
@@ -716,10 +716,10 @@ def test_a_damaged_card_is_set_aside_and_the_feeds_bring_back_what_they_carry(
     assert site.hits("/articles/story-0") == 2 and site.hits("/articles/story-3") == 2
 
 
-def test_snapshot_and_restore_commands(fs_card: FeedsyncEnv, site: Site) -> None:
+def test_save_and_restore_commands(fs_card: FeedsyncEnv, site: Site) -> None:
     first_run(fs_card, site, 2)
-    assert "nothing written" in fs_card.run("snapshot").stdout
-    assert "snapshot written: " in fs_card.run("snapshot", "--force").stdout
+    assert "nothing written" in fs_card.run("save").stdout
+    assert "snapshot written: " in fs_card.run("save", "--force").stdout
 
     # the live database gains a change that the card lacks: restore refuses
     fs_card.run("add", site.feed("other.xml", []))
@@ -739,7 +739,7 @@ def test_restore_refuses_while_another_process_has_the_database_open(
     fs_card: FeedsyncEnv, site: Site
 ) -> None:
     first_run(fs_card, site, 1)
-    holder = SQLiteStorage.open(StorageConfig(db=fs_card.db_path, snapshot=fs_card.snapshot_path))
+    holder = SQLiteStorage.open(StorageConfig(db=fs_card.db_path, card=fs_card.snapshot_path))
     try:
         done = fs_card.run("restore", "--force", expect=3)
         assert "held by another feedsync process" in done.stderr
@@ -1093,7 +1093,7 @@ def test_a_directory_at_the_snapshot_path_is_reported_not_renamed(fs_card: Feeds
     fs_card.snapshot_path.mkdir(parents=True)
     fs_card.configure([])
     done = fs_card.run("status", expect=3)
-    assert "is not a file: check [storage] snapshot" in done.stderr
+    assert "is not a file: check [storage] card" in done.stderr
     assert fs_card.snapshot_path.is_dir()  # left alone
 
 
@@ -1335,7 +1335,7 @@ def test_a_page_garbled_on_the_card_never_sets_the_live_database_aside(
     check at the next start finds the live database whole and leaves it."""
     first_run(fs_card, site, 2)
     month = card_rows(
-        StorageConfig(db=fs_card.db_path, snapshot=fs_card.snapshot_path),
+        StorageConfig(db=fs_card.db_path, card=fs_card.snapshot_path),
         "SELECT name FROM sqlite_master WHERE name GLOB 'news_[0-9]*' AND type = 'table'",
     )[0][0]
     _garble_page_of(str(month))(fs_card.card_path)
@@ -1401,7 +1401,7 @@ def test_a_daemon_whose_live_database_is_damaged_while_it_runs_builds_it_again(
         [site.url("/feeds/f.xml")],
         daemon={"tick": "1s"},
         poll={"interval": "1s", "min_interval": "1s", "max_interval": "2s"},
-        storage={"snapshot_interval": "1s"},
+        storage={"save_interval": "1s"},
     )
     daemon = start_daemon()
 
@@ -1463,7 +1463,7 @@ def test_a_damaged_live_database_another_process_has_open_is_not_set_aside(
     until that process ends."""
     fs_card.configure([])
     fs_card.run("add", site.feed("f.xml", []))
-    fs_card.run("snapshot")
+    fs_card.run("save")
     live = fs_card.live_path
     in_use = files.acquire(files.lock_path(live), shared=True)  # what an open storage holds
     try:
@@ -1556,7 +1556,7 @@ def test_a_damaged_live_database_without_its_card_is_refused_and_left_as_it_is(
     damaged file waits for the card to come back."""
     fs_card.configure([])
     fs_card.run("add", site.feed("f.xml", []))
-    fs_card.run("snapshot")
+    fs_card.run("save")
     card = fs_card.card_path
     unmounted = card.parent.with_name("card-away")
     card.parent.rename(unmounted)
@@ -1608,7 +1608,7 @@ def test_a_read_only_card_is_read_said_and_feedsync_runs_in_ram(
     assert done.stderr.splitlines()[-1].startswith("feedsync: storage error: not saved: ")
     titles = {a["title"] for a in json.loads(fs_card.run("news", "--json").stdout)}
     assert titles == {f"Story {n}" for n in range(4)}  # polled and extracted, in RAM
-    saving = fs_card.run("snapshot", expect=3)
+    saving = fs_card.run("save", expect=3)
     assert saving.stderr.count("\n") == 1 and "mounted read-only" in saving.stderr
     status = json.loads(fs_card.run("status", "--json").stdout)["storage"]
     assert "nothing can be saved to " in status["card_read_only"]

@@ -394,6 +394,23 @@ def test_run_json_says_whether_the_snapshot_was_written(fs: FeedsyncEnv, site: S
     assert second["snapshot"] == second["snapshot_detail"]  # the old key, kept
 
 
+def test_snapshot_is_still_the_save_command(fs_card: FeedsyncEnv, site: Site) -> None:
+    """`feedsync save` was `feedsync snapshot`: the old name, in crontabs and scripts,
+    runs the same command with the same options, and the help says so."""
+    from feedsync.cli import build_parser
+
+    fs_card.configure([site.feed("f.xml", [Item("One", site.page("one"))])])
+    fs_card.run("run")
+    assert "nothing written" in fs_card.run("save").stdout
+    assert "nothing written" in fs_card.run("snapshot").stdout
+    assert "snapshot written: " in fs_card.run("snapshot", "--force").stdout
+    parser = build_parser()
+    assert parser.parse_args(["snapshot", "--force"]).force is True
+    assert "save" in parser.commands and "snapshot" not in parser.commands  # one README section
+    assert "save (snapshot)" in fs_card.run("--help").stdout
+    assert "`feedsync snapshot`" in " ".join(fs_card.run("save", "--help").stdout.split())
+
+
 # ---------------------------------------------------------------- a signal mid-extraction
 
 

@@ -40,14 +40,14 @@ def test_bad_durations(text: str) -> None:
 def test_a_full_config_is_read() -> None:
     cfg = config.from_dict(
         {
-            "storage": {"db": "/run/feedsync/feedsync.db", "snapshot": "/var/lib/feedsync/f.db"},
+            "storage": {"db": "/run/feedsync/feedsync.db", "card": "/var/lib/feedsync/f.db"},
             "poll": {"lookback": "48h", "concurrency": 4, "per_host": 1, "timeout": "20s"},
             "extract": {"max_attempts": 7, "max_page_bytes": "2MB"},
             "feeds": [{"url": "https://example.com/feed.xml"}],
         }
     )
     assert cfg.storage.db == Path("/run/feedsync/feedsync.db")
-    assert cfg.storage.snapshot == Path("/var/lib/feedsync/f.db")
+    assert cfg.storage.card == Path("/var/lib/feedsync/f.db")
     assert cfg.poll.lookback == timedelta(hours=48)
     assert (cfg.poll.concurrency, cfg.poll.per_host) == (4, 1)
     assert cfg.extract.max_attempts == 7
@@ -61,25 +61,59 @@ def test_defaults_when_nothing_is_said(monkeypatch: pytest.MonkeyPatch, tmp_path
     shm.mkdir()
     monkeypatch.setattr(config, "SHM", shm)
     cfg = config.from_dict({})
-    # live database in RAM, snapshot in the user's data folder
+    # live database in RAM, the card database in the user's data folder
     assert cfg.storage.db == shm / f"feedsync-{os.getuid()}" / "feedsync.db"
-    assert cfg.storage.snapshot == tmp_path / "data" / "feedsync" / "feedsync.db"
-    assert cfg.storage.snapshot_interval == timedelta(hours=1)
+    assert cfg.storage.card == tmp_path / "data" / "feedsync" / "feedsync.db"
+    assert cfg.storage.save_interval == timedelta(hours=1)
     assert cfg.poll.lookback == timedelta(hours=24)
     assert cfg.extract.max_attempts == 5
     assert cfg.feeds == ()
-    # no tmpfs: the database in the data folder, no snapshots
+    # no tmpfs: the database in the data folder, no card
     monkeypatch.setattr(config, "SHM", tmp_path / "no-shm")
     cfg = config.from_dict({})
     assert cfg.storage.db == tmp_path / "data" / "feedsync" / "feedsync.db"
-    assert cfg.storage.snapshot is None
+    assert cfg.storage.card is None
 
 
-def test_naming_only_the_database_means_no_snapshots() -> None:
+def test_naming_only_the_database_means_no_card() -> None:
     cfg = config.from_dict({"storage": {"db": "/srv/feedsync.db"}})
-    assert (cfg.storage.db, cfg.storage.snapshot) == (Path("/srv/feedsync.db"), None)
+    assert (cfg.storage.db, cfg.storage.card) == (Path("/srv/feedsync.db"), None)
     with pytest.raises(ConfigError, match=r"storage\.snapshot: must be another file"):
         config.from_dict({"storage": {"db": "/srv/f.db", "snapshot": "/srv/f.db"}})
+    with pytest.raises(ConfigError, match=r"storage\.card: must be another file"):
+        config.from_dict({"storage": {"db": "/srv/f.db", "card": "/srv/f.db"}})
+
+
+def test_the_old_names_of_the_card_keys_are_still_read() -> None:
+    """``snapshot`` and ``snapshot_interval``, as configs written before the rename say
+    them, read exactly as ``card`` and ``save_interval``."""
+    old = config.from_dict(
+        {"storage": {"db": "/run/f.db", "snapshot": "/card/f.db", "snapshot_interval": "2h"}}
+    )
+    new = config.from_dict(
+        {"storage": {"db": "/run/f.db", "card": "/card/f.db", "save_interval": "2h"}}
+    )
+    assert old.storage == new.storage
+    assert (new.storage.card, new.storage.save_interval) == (Path("/card/f.db"), timedelta(hours=2))
+    with pytest.raises(ConfigError, match=r"storage\.url: cannot be used with storage\.snapshot"):
+        config.from_dict({"storage": {"url": "postgresql:///f", "snapshot": "/card/f.db"}})
+
+
+@pytest.mark.parametrize(
+    ("storage", "old", "new"),
+    [
+        ({"card": "/a.db", "snapshot": "/b.db"}, "snapshot", "card"),
+        ({"snapshot": "/b.db", "card": "/a.db"}, "snapshot", "card"),
+        ({"save_interval": "1h", "snapshot_interval": "1h"}, "snapshot_interval", "save_interval"),
+    ],
+)
+def test_a_key_by_both_its_names_is_an_error(storage: dict[str, str], old: str, new: str) -> None:
+    """Either could be the one meant: one line naming both, whatever their order."""
+    with pytest.raises(ConfigError) as error:
+        config.from_dict({"storage": {"db": "/run/f.db", **storage}})
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(f"storage.{old}: is the old name of storage.{new}")
 
 
 @pytest.mark.parametrize(
@@ -96,6 +130,7 @@ def test_naming_only_the_database_means_no_snapshots() -> None:
         ({"extract": {"max_page_bytes": "lots"}}, "extract.max_page_bytes"),
         ({"storage": {"db": ""}}, "storage.db"),
         ({"storage": {"snapshot_interval": "hourly"}}, "storage.snapshot_interval"),
+        ({"storage": {"save_interval": "hourly"}}, "storage.save_interval"),
         ({"storage": "x"}, "storage"),
         ({"metrics": {"textfile": 5}}, "metrics.textfile"),
         (

@@ -188,7 +188,7 @@ def test_a_failing_job_is_logged_and_the_daemon_carries_on(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:
     feed = site.feed("f.xml", [Item("First", site.page("first"))])
-    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
+    fs_card.configure([feed], storage={"save_interval": "1s"}, **FAST)
     assert fs_card.snapshot_path is not None
     daemon = start_daemon()
     wait_until(lambda: titles(fs_card) == {"First"}, "the first story")
@@ -219,8 +219,8 @@ def test_a_read_only_card_is_logged_once_and_saving_resumes_when_writable(
     and extracts in RAM, and once the card is writable again its next save writes what
     waited, saying so."""
     feed = site.feed("f.xml", [Item("First", site.page("first"))])
-    fs_card.configure([feed], storage={"snapshot_interval": "1s"}, **FAST)
-    fs_card.run("snapshot")  # the card database exists
+    fs_card.configure([feed], storage={"save_interval": "1s"}, **FAST)
+    fs_card.run("save")  # the card database exists
     card_mount.remount("ro")
     daemon = start_daemon()
     wait_until(lambda: titles(fs_card) == {"First"}, "the first story, in RAM")
@@ -366,7 +366,7 @@ def test_a_long_pass_saves_on_its_way(
     fs_card: FeedsyncEnv, site: Site, start_daemon: Callable[..., RunningDaemon]
 ) -> None:
     """Saves never wait on polling: the daemon's save job cannot run while a pass does,
-    so a pass that lasts longer than ``snapshot_interval`` saves on its way. Here the
+    so a pass that lasts longer than ``save_interval`` saves on its way. Here the
     last page is held by the server until the card has the first articles: a power cut
     at that moment would keep them."""
     release = threading.Event()
@@ -385,7 +385,7 @@ def test_a_long_pass_saves_on_its_way(
     items.append(Item("Held story", site.server.set("/articles/held", b"", handler=held)))
     fs_card.configure(
         [site.feed("f.xml", items)],
-        storage={"snapshot_interval": "1s"},
+        storage={"save_interval": "1s"},
         poll={"concurrency": 1, "per_host": 1, "timeout": "120s"},
         daemon=FAST["daemon"],
     )

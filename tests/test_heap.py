@@ -69,7 +69,7 @@ def rss_kb():
 
 live, card = Path(sys.argv[2]), Path(sys.argv[3])
 now = [datetime(2026, 3, 10, 12, tzinfo=UTC)]
-config = StorageConfig(db=live / "feedsync.db", snapshot=card / "feedsync.db")
+config = StorageConfig(db=live / "feedsync.db", card=card / "feedsync.db")
 store = SQLiteStorage.open(config, keep=Keep(news_days=0, tombstone_days=0), clock=lambda: now[0])
 store.add_feed("https://e.com/f", to_iso(now[0]))
 words = [f"w{n}x{n * 7 % 13}" for n in range(20_000)]

@@ -181,7 +181,7 @@ def test_system_install_into_a_root_is_complete_and_idempotent(tmp_path: Path) -
     assert "(--root) skipped: chown root:feedsync" in done.stdout
     config = files["etc/feedsync/feedsync.toml"]
     assert 'db = "/run/feedsync/feedsync.db"' in config
-    assert 'snapshot = "/var/lib/feedsync/feedsync.db"' in config
+    assert 'card = "/var/lib/feedsync/feedsync.db"' in config
     config_module.from_dict(tomllib.loads(config))
     assert "runuser -u feedsync" in files["usr/local/bin/feedsync"]
     assert "etc/cron.d/feedsync" not in files

@@ -173,7 +173,7 @@ def test_a_snapshot_writes_it(fs_card: FeedsyncEnv, site: Site) -> None:
     fs_card.run("run")
     assert not target.exists()  # off by default
     fs_card.configure(metrics={"textfile": str(target)})
-    fs_card.run("snapshot", "--force")
+    fs_card.run("save", "--force")
     found = parse(target.read_text())
     assert value(found, "feedsync_articles", state="extracted") == 1
     assert value(found, "feedsync_unsaved_changes") == 0
@@ -195,7 +195,7 @@ def test_a_metrics_file_that_cannot_be_written_is_one_line(
     ), done.stderr
     assert fs_card.scalar("SELECT count(*) FROM news") == 2
     assert json.loads(fs_card.run("status", "--json").stdout)["storage"]["unsaved_changes"] == 0
-    done = fs_card.run("snapshot", "--force")
+    done = fs_card.run("save", "--force")
     assert done.stderr.count("cannot write the metrics file") == 1
     assert not os.path.lexists(target)
 

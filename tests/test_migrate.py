@@ -76,7 +76,7 @@ def test_migrate_100k_rows_killed_resumed_and_run_again(fs: FeedsyncEnv, pg_url:
     fs.configure([])
     fs.run("feeds")  # creates the SQLite database
     fill(fs)
-    fs.run("snapshot")  # a save takes it all to the card (it is what migrate copies)
+    fs.run("save")  # a save takes it all to the card (it is what migrate copies)
     command = fs.command("migrate", "--to", pg_url, "--from", str(fs.db_path))
     env = cli_env(fs.root / "home")
 

@@ -158,7 +158,7 @@ def test_a_daemon_and_waves_of_runs_fetch_every_article_exactly_once(
     news.publish(24)
     # every run snapshots at its end and the daemon every second: snapshot writers
     # meet all the time, and must take turns (the snapshot lock)
-    fs_card.configure(news.urls(), storage={"snapshot_interval": "1s"}, **SETTINGS)
+    fs_card.configure(news.urls(), storage={"save_interval": "1s"}, **SETTINGS)
     daemon = start_daemon()
     outputs: list[tuple[int, str]] = []
     with publishing(news):

@@ -86,9 +86,9 @@ def test_wrong_password_and_no_server_are_one_line_naming_host_and_database(
     assert pgserver.PASSWORD not in line
 
 
-def test_snapshot_and_restore_do_not_apply(pg: FeedsyncEnv) -> None:
+def test_save_and_restore_do_not_apply(pg: FeedsyncEnv) -> None:
     pg.configure([])
-    for command in ("snapshot", "restore"):
+    for command in ("save", "snapshot", "restore"):
         line = one_line_failure(pg.run(command, expect=2))
         assert "snapshots do not apply to a PostgreSQL database" in line and "pg_dump" in line
 

@@ -63,7 +63,7 @@ def world(
             from feedsync.config import StorageConfig
             from feedsync.storage.sqlite import SQLiteStorage
 
-            store = SQLiteStorage.open(StorageConfig(db=env.db_path, snapshot=None))
+            store = SQLiteStorage.open(StorageConfig(db=env.db_path, card=None))
             try:
                 indexed = store._card_db().index_all(timestamps.to_iso(timestamps.now()))
             finally:

@@ -67,7 +67,7 @@ def test_sqlite3_and_datasette_read_a_snapshot(fs_card: FeedsyncEnv, site: Site)
             NEXT_DAY,
             "--config",
             str(fs_card.config_path),
-            "snapshot",
+            "save",
             "--force",
         ],
         capture_output=True,

@@ -51,7 +51,7 @@ def title_of(n: int) -> str:
 
 def build(db: Path, rows: int, feeds: int) -> dict[str, object]:
     started = time.perf_counter()
-    storage = open_storage(StorageConfig(db=db, snapshot=None))
+    storage = open_storage(StorageConfig(db=db, card=None))
     for f in range(feeds):
         storage.add_feed(f"https://site{f:03d}.example/feed.xml", iso(T0))
     storage.snapshot()  # the feeds to the card database (``db`` itself: no snapshot)
@@ -120,7 +120,7 @@ def time_polls(db: Path, polls: int, per_poll: int, new: int) -> dict[str, objec
     feeds = conn.execute("SELECT count(*) FROM feeds").fetchone()[0]
     conn.close()
     rng = random.Random()  # another sample of rows, and other new entries, every run
-    storage = open_storage(StorageConfig(db=db, snapshot=None))
+    storage = open_storage(StorageConfig(db=db, card=None))
     feed_ids = [f.id for f in storage.feeds_to_poll()]
     now = datetime.now(UTC).replace(microsecond=0)
     wall: list[float] = []

@@ -62,7 +62,7 @@ def _start(bench: Bench, world: World, index: int) -> Daemon:
         live / "feedsync.toml",
         world.feed_urls,
         db=live / "feedsync.db",
-        snapshot=card / "feedsync.db",
+        card=card / "feedsync.db",
         daemon={"tick": "1s"},
         poll={"interval": "1s", "min_interval": "1s", "max_interval": "2s"},
     )

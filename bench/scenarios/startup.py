@@ -32,7 +32,7 @@ def run(bench: Bench) -> Result:
     card = bench.folder("startup", "card", disk=True)
     config = bench.config(
         live / "feedsync.toml", world.feed_urls, db=live / "feedsync.db",
-        snapshot=card / "feedsync.db",
+        card=card / "feedsync.db",
     )  # fmt: skip
     run_command = bench.feedsync_command(config, "run", "--json")
     first = last_json(measure(run_command).stdout)  # the feed's entries, extracted

@@ -136,7 +136,7 @@ def run(bench: Bench) -> Result:
     seed_card = bench.folder("day", "seed-card", disk=True)
     config = bench.config(
         seed / "feedsync.toml", world.feed_urls, db=seed / "feedsync.db",
-        snapshot=seed_card / "feedsync.db",
+        card=seed_card / "feedsync.db",
     )  # fmt: skip
     first = last_json(measure(bench.feedsync_command(config, "run", "--json")).stdout)
     if first["feed_errors"] or not first["extracted"]:
@@ -217,7 +217,7 @@ def _card_day(
     shutil.copyfile(seed_card / "feedsync.db", card / "feedsync.db")
     config = bench.config(
         live / "feedsync.toml", world.feed_urls, db=live / "feedsync.db",
-        snapshot=card / "feedsync.db",
+        card=card / "feedsync.db",
     )  # fmt: skip
     label = f"card-{rep}"
     seconds = _day(bench, world, config, label)

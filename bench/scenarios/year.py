@@ -140,7 +140,7 @@ def run(bench: Bench) -> Result:
         live / "feedsync.toml",
         world.feed_urls,
         db=live / "feedsync.db",
-        snapshot=card / "feedsync.db",
+        card=card / "feedsync.db",
         storage={"ram_budget": p.year_ram_budget},
     )
     start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

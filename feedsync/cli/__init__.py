@@ -13,7 +13,7 @@ Exit codes (a contract for cron and scripts, documented in README):
 
 The package is laid out by command group: ``parser`` (the grammar), ``service`` (run,
 daemon), ``feeds`` (add, remove, feeds, OPML), ``news`` (news, show, search, export),
-``admin`` (status, snapshot, restore, migrate), and ``common`` (what they share). Imports
+``admin`` (status, save, restore, migrate), and ``common`` (what they share). Imports
 stay light: only the group of the command given is imported, and what a command needs
 when it runs, so ``feedsync run`` from cron with nothing new never loads trafilatura or
 rich.
@@ -54,7 +54,8 @@ COMMANDS = {
     "search": ("news", "cmd_search"),
     "export": ("news", "cmd_export"),
     "status": ("admin", "cmd_status"),
-    "snapshot": ("admin", "cmd_snapshot"),
+    "save": ("admin", "cmd_save"),
+    "snapshot": ("admin", "cmd_save"),  # save's name before (an alias: scripts, crontabs)
     "restore": ("admin", "cmd_restore"),
     "migrate": ("admin", "cmd_migrate"),
 }

@@ -1,4 +1,5 @@
-"""The database itself: ``status``, ``snapshot``, ``restore`` and ``migrate``."""
+"""The database itself: ``status``, ``save`` (``snapshot`` before), ``restore`` and
+``migrate``."""
 
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ def _storage_lines(where: StorageStatus, room: int) -> list[str]:
     return lines
 
 
-def cmd_snapshot(args: argparse.Namespace, config: Config) -> int:
+def cmd_save(args: argparse.Namespace, config: Config) -> int:
     from feedsync import terminal
     from feedsync.storage import SNAPSHOTS_DO_NOT_APPLY, saves_to_card
 
@@ -199,7 +200,7 @@ def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
     print(
         f"copied {source} into {display_url(url)} in {result.seconds:.1f}s; now set "
         f"[storage] url to that URL in {config.source or 'the config file'} and remove db "
-        "and snapshot (a password belongs in ~/.pgpass or PGPASSWORD)"
+        "and card (a password belongs in ~/.pgpass or PGPASSWORD)"
     )
     return EXIT_OK
 

@@ -184,9 +184,9 @@ def build_parser() -> _Parser:
     )
     command(
         "daemon",
-        "run as a service: poll on schedule, snapshot, retention (systemd)",
+        "run as a service: poll on schedule, save, retention (systemd)",
         "Run until stopped (SIGTERM): poll each feed when it is due, extract the new "
-        "articles, save to the card database every snapshot_interval and at the stop, "
+        "articles, save to the card database every save_interval and at the stop, "
         "prune daily. For systemd (Type=notify, watchdog) or a terminal.",
     )
 
@@ -308,8 +308,14 @@ def build_parser() -> _Parser:
     export_opml.add_argument(
         "--output", metavar="FILE", type=Path, help="write here (default: stdout)"
     )
-    snapshot = command("snapshot", "save to the card database now what changed in the live one")
-    snapshot.add_argument(
+    save = command(
+        "save",
+        "save to the card database now what changed in the live one",
+        "Save to the card database now what changed in the live one. `feedsync snapshot`, "
+        "its name before, still works.",
+        aliases=["snapshot"],
+    )
+    save.add_argument(
         "--force",
         action="store_true",
         help="save even when unchanged; set aside a card database of another database "

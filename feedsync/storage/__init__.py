@@ -97,8 +97,8 @@ def restore_snapshot(
 
     if config.url is not None:
         raise StorageError(SNAPSHOTS_DO_NOT_APPLY)
-    if config.snapshot is None:
-        raise StorageError("no snapshot is configured ([storage] snapshot)")
+    if config.card is None:
+        raise StorageError("no card database is configured ([storage] card)")
     check_directory(config.live_path.parent, notice)  # a folder planted in /dev/shm: no
     saved = (card_files.file_meta(config.card_path) or {}).get("snapshot_at")
     since = timestamps.to_iso(clock.at_least(timestamps.now(), saved) - (keep or Keep()).live)

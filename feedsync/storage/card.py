@@ -6,7 +6,7 @@ says which rows live where):
 
 - the **live database** on the RAM disk (``[storage] db``): the feeds, the extraction
   queue, the entries of the last days, and what changed since the last save;
-- the **card database** (``[storage] snapshot``): everything, as of the last save. It is
+- the **card database** (``[storage] card``): everything, as of the last save. It is
   a complete, consistent SQLite database at every instant, which ``sqlite3`` and
   datasette open, which a backup copies, and which a power cut leaves.
 

@@ -174,12 +174,12 @@ def prepare(
     version 7 saves what its snapshot lacks first, then is rebuilt from the upgraded
     card (its rows are all in it). A live database that was saved to a card that is now
     missing is refused (the card may not be mounted): nothing is written until the card
-    is back, or ``feedsync snapshot --force`` starts a new one from the live database.
+    is back, or ``feedsync save --force`` starts a new one from the live database.
     A damaged live database with no card is refused the same way (what it was saved to
     cannot be read from it). Called holding no lock on ``<live>.lock``: all of it runs
     under the card's lock, so processes starting together do it one at a time.
     """
-    require_file(path, "snapshot" if on_card else "db")
+    require_file(path, "card" if on_card else "db")
     require_file(live, "db")
     read_only = why_read_only(path)
     with file_lock(lock_path(path)):
@@ -219,7 +219,7 @@ def prepare(
                 raise StorageError(
                     f"the live database {live} is damaged ({broken}) and the card database "
                     f"{path} is missing: is the card mounted? Nothing is changed until it is "
-                    "back ('feedsync snapshot --force' starts an empty one)"
+                    "back ('feedsync save --force' starts an empty one)"
                 )
             elif (
                 state is not None
@@ -229,7 +229,7 @@ def prepare(
                 raise StorageError(
                     f"the card database {path} is missing, yet {live} was saved to it "
                     f"{state.meta['snapshot_seq']} times: is the card mounted? Nothing is "
-                    "written until it is back ('feedsync snapshot --force' starts a new one "
+                    "written until it is back ('feedsync save --force' starts a new one "
                     "from the live database)"
                 )
             else:
@@ -430,7 +430,7 @@ def _refuse_overwrite(
     if unsaved > 0 or int(current.get("snapshot_seq", "0")) > int(saved.get("snapshot_seq", "0")):
         raise SnapshotRefused(
             f"{live} is newer than {path} ({plural(max(unsaved, 0), 'change')} not on the card): "
-            "'feedsync snapshot' saves them; --force replaces it (kept as .before-restore)"
+            "'feedsync save' saves them; --force replaces it (kept as .before-restore)"
         )
 
 

@@ -102,7 +102,7 @@ def open_source(path: Path) -> sqlite3.Connection:
         conn.close()
         raise StorageError(
             f"{path} is a live database, which holds only what is recent: copy the card "
-            "database ([storage] snapshot; db when there is no snapshot)"
+            "database ([storage] card; db when there is no card)"
         )
     return conn
 

@@ -116,13 +116,13 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
         """Open the live database, building it from the card database when it is missing
         (a reboot emptied the RAM disk) or damaged (set aside first); create, or upgrade,
         the card database first when needed. A path alone is a database on a disk
-        (``[storage] db`` and no snapshot).
+        (``[storage] db`` and no card).
         ``notice`` hears what a user should know (a restore, an upgrade, a damaged card
         set aside); ``new_card``: a card database that is missing may be started anew
-        (``feedsync snapshot --force``); ``clock``: what time it is (the storage's
+        (``feedsync save --force``); ``clock``: what time it is (the storage's
         :attr:`clock`)."""
         if isinstance(config, Path):
-            config = StorageConfig(db=config, snapshot=None)
+            config = StorageConfig(db=config, card=None)
         keep = keep or Keep()
         live = config.live_path
         check_directory(live.parent, notice)
@@ -140,7 +140,7 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
                 timestamps.to_iso(since - keep.live),
                 notice,
                 new_card=new_card,
-                on_card=config.snapshot is not None,
+                on_card=config.card is not None,
             )
             # Taken once the live database is ready, not before: a process holding it
             # has the file open, so a damaged live database is set aside only when no
@@ -241,7 +241,7 @@ class SQLiteStorage(SQLiteStaging, SQLiteSaving, SQLiteReading):
             info = None
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise StorageError(
-                f"the snapshot path {self.card_path} is not a file: check [storage] snapshot"
+                f"the card path {self.card_path} is not a file: check [storage] card"
             )
         if info is not None and (info.st_dev, info.st_ino) == self._card_file:
             return

@@ -104,13 +104,13 @@ cat "$OUT/cpubench.json"
 
 # ---------------------------------------------------------------- snapshot
 w0=$(vda_written)
-feedsync snapshot --force >"$OUT/snapshot.txt" 2>&1
+feedsync save --force >"$OUT/snapshot.txt" 2>&1
 sync
 w1=$(vda_written)
 cat "$OUT/snapshot.txt"
-figure snapshot_seconds "$(grep -oE '[0-9.]+s\)' "$OUT/snapshot.txt" | tr -d 's)')" s "feedsync snapshot --force, as it reports ($want articles)"
+figure snapshot_seconds "$(grep -oE '[0-9.]+s\)' "$OUT/snapshot.txt" | tr -d 's)')" s "feedsync save --force, as it reports ($want articles)"
 figure snapshot_bytes "$(stat -c %s /var/lib/feedsync/feedsync.db)" B "size of /var/lib/feedsync/feedsync.db with $want articles"
-figure snapshot_card_bytes "$((w1 - w0))" B "bytes written to vda across feedsync snapshot --force + sync (/sys/block/vda/stat): a save when nothing changed"
+figure snapshot_card_bytes "$((w1 - w0))" B "bytes written to vda across feedsync save --force + sync (/sys/block/vda/stat): a save when nothing changed"
 
 # ---------------------------------------------------------------- 3. stop writes the snapshot
 before=$(stat -c %Y /var/lib/feedsync/feedsync.db)

@@ -118,7 +118,7 @@ state=$(status_field 's["clock"]["state"] + " " + s["clock"]["retention"]')
 verdict status-says-clock-synchronized "$([ "$state" = "synchronized runs" ] && echo 1 || echo 0)" "(status --json clock: $state)"
 # polls go on at once: check.py reads the server's log from the mark on; give it a minute
 sleep 90
-feedsync snapshot --force >"$OUT/snapshot.txt" 2>&1
+feedsync save --force >"$OUT/snapshot.txt" 2>&1
 cat "$OUT/snapshot.txt"
 check snapshot-integrity-after-correction integrity /var/lib/feedsync/feedsync.db
 finish

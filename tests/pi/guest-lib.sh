@@ -145,8 +145,8 @@ write_test_config() {
 # feedsync: the emulated-Pi proof (tests/pi). The installed config is feedsync.toml.installed.
 [storage]
 db = "/run/feedsync/feedsync.db"
-snapshot = "/var/lib/feedsync/feedsync.db"
-snapshot_interval = "3m"
+card = "/var/lib/feedsync/feedsync.db"
+save_interval = "3m"
 
 [poll]
 interval = "1m"
