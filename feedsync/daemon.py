@@ -315,7 +315,7 @@ class Daemon:
     def _final_snapshot(self) -> int:
         assert self.storage is not None
         try:
-            result = self.storage.snapshot()
+            result = self.storage.save()
         except StorageFull as exc:
             log.error("final save: %s; what is not saved stays in RAM until then", exc)
             return 0
@@ -372,7 +372,7 @@ class Daemon:
     def _snapshot(self) -> None:
         assert self.storage is not None
         try:
-            result = self.storage.snapshot()
+            result = self.storage.save()
         except StorageFull as exc:
             LogProgress(room=self._room).problem(str(exc))
             self.notifier.status(self._status_line())

@@ -183,7 +183,7 @@ def run_demo(out: TextIO, keep: Path | None = None) -> int:
                 # say so rather than fail on a closed port at the next run
                 for url in feed_urls:
                     storage.disable_feed(url, GONE)
-                storage.snapshot()
+                storage.save()
                 print(_how_to_read(keep, db, name), file=out)
             print(
                 f"\nYour own feeds:\n  {name} add https://example.com/feed.xml\n"

@@ -8,7 +8,7 @@ As a pipe::
     storage.claim_articles | fetch.get | extract.Extractor
       | storage.save_article (or decide.after_failure)        -- articles.ArticleQueue
     and, for a one-shot run, at the end
-    storage.snapshot                                          -- the SD card's only writes
+    storage.save                                          -- the SD card's only writes
 
 Each flow is a module of its own, drawn in full in its docstring: the feeds' polls
 (feedsync/polling.py: one write per feed, whatever its outcome) and the article queue
@@ -177,7 +177,7 @@ class Pass:
         while True:
             await asyncio.sleep(every)
             try:
-                await c.on_lane(c.storage.snapshot)
+                await c.on_lane(c.storage.save)
             except StorageUnavailable:
                 return
             except CardReadOnly as exc:
@@ -195,7 +195,7 @@ def _save(storage: Storage, stats: RunStats, problem: Callable[[str], None]) -> 
     """The save to the card at the end of a run, said in ``stats``; what to raise once
     the summary is out (the run itself is done and recorded)."""
     try:
-        result = storage.snapshot()
+        result = storage.save()
         stats.snapshot = result.detail if result else None
     except StorageFull as exc:  # the card has no room: said, and lived through
         stats.snapshot = "not saved"

@@ -354,7 +354,7 @@ class NewsItem(NamedTuple):
 
 
 class SnapshotResult(NamedTuple):
-    """What ``storage.snapshot()`` did."""
+    """What ``storage.save()`` did."""
 
     written: bool
     path: str

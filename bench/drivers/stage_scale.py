@@ -54,7 +54,7 @@ def build(db: Path, rows: int, feeds: int) -> dict[str, object]:
     storage = open_storage(StorageConfig(db=db, card=None))
     for f in range(feeds):
         storage.add_feed(f"https://site{f:03d}.example/feed.xml", iso(T0))
-    storage.snapshot()  # the feeds to the card database (``db`` itself: no snapshot)
+    storage.save()  # the feeds to the card database (``db`` itself: no snapshot)
     storage.close()
     # the archive goes straight into the card database, where an archive lives
     conn = sqlite3.connect(db, isolation_level=None)

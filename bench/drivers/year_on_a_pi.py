@@ -144,7 +144,7 @@ def main() -> int:
                     article = Article(text=texts(job.id), fingerprint=random.getrandbits(62))
                     storage.save_article(job.id, article, job.published, moment)
                     stored += 1
-            storage.snapshot()  # the daemon's snapshot job, every hour
+            storage.save()  # the daemon's snapshot job, every hour
             print(json.dumps({"polled": stats.polled, "staged": stats.staged, "stored": stored}))
         else:
             now[0] = from_iso(step["at"])

@@ -150,7 +150,7 @@ def cmd_save(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(SNAPSHOTS_DO_NOT_APPLY)
     with open_storage(config, new_card=args.force, saving=True) as storage:
         try:
-            result = storage.snapshot(force=args.force)
+            result = storage.save(force=args.force)
         finally:
             write_metrics(config, storage)
     assert result is not None
@@ -183,7 +183,7 @@ def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
             raise UsageError("no SQLite database to copy: name one with --from FILE")
         # everything to the card first: that is the database copied
         with open_storage(config) as storage:
-            storage.snapshot()
+            storage.save()
         source = config.storage.card_path
     with contextlib.ExitStack() as stack:
         progress = (

@@ -224,7 +224,7 @@ class Upkeep(Protocol):
     """Keeping the data safe and small: saves to the card, retention, the figures of
     `feedsync status`, the daemon's heartbeat."""
 
-    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+    def save(self, *, force: bool = False) -> SnapshotResult | None:
         """Save to the card now what changed since the last save (None: the engine has no
         card); nothing written when nothing worth keeping changed. Raises StorageFull
         when the card has no room."""

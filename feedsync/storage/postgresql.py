@@ -260,7 +260,7 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
 
     # ------------------------------------------------------------ what only this engine does
 
-    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+    def save(self, *, force: bool = False) -> SnapshotResult | None:
         """None: a PostgreSQL database has no snapshots (pg_dump, the server's backups)."""
         return None
 

@@ -69,7 +69,7 @@ class SQLCore:
         """Closed on the way out of a ``with`` block, error or not (the error goes on)."""
         self.close()
 
-    def snapshot(self, force: bool = False) -> SnapshotResult | None:
+    def save(self, *, force: bool = False) -> SnapshotResult | None:
         raise NotImplementedError
 
     def status(self) -> StorageStatus:

@@ -75,9 +75,6 @@ class SQLiteSaving(SQLStorage):
             self._card = cards.Card(self.card_path, self.path)
         return self._card
 
-    def snapshot(self, force: bool = False) -> SnapshotResult:
-        return self.save(force=force)
-
     def save(self, *, force: bool = False) -> SnapshotResult:
         """Write to the card what changed since the last save (nothing when nothing
         worth keeping did; ``force``: anyway, and over a card of another database, which
