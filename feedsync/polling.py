@@ -75,6 +75,15 @@ def parse_bound(size: int) -> float:
     return 120.0 + 120.0 * size / 1e6
 
 
+# The parses under way in this process, on their threads (feedsync.cli.entry asks).
+_PARSING: set[threading.Thread] = set()
+
+
+def parsing() -> bool:
+    """Whether a feed's parse is still running on its thread: a stopped pass left it."""
+    return any(thread.is_alive() for thread in list(_PARSING))
+
+
 class ParseThread:
     """One parse at a time (two 10 MB documents at once would double the peak memory), each
     on a daemon thread of its own: a stopped pass does not wait for a parse under way, and
@@ -105,10 +114,14 @@ class ParseThread:
                     result, error = function(*args), None
                 except BaseException as exc:  # handed to the awaiting task, which decides
                     result, error = None, exc
+                finally:
+                    _PARSING.discard(threading.current_thread())
                 with contextlib.suppress(RuntimeError):  # the loop is closed: a stopped pass
                     loop.call_soon_threadsafe(settle, result, error)
 
-            threading.Thread(target=work, name="feedsync-parse", daemon=True).start()
+            thread = threading.Thread(target=work, name="feedsync-parse", daemon=True)
+            _PARSING.add(thread)
+            thread.start()
             started = time.monotonic()
             while True:
                 done, _ = await asyncio.wait({future}, timeout=PARSE_TICK_S)

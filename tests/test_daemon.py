@@ -465,7 +465,7 @@ def test_a_stop_does_not_wait_for_a_long_parse(
     wait_until(lambda: site.hits(path) >= 1, "the feed fetched", timeout=60)
     daemon.signal(signal.SIGTERM)
     signalled = time.monotonic()
-    assert daemon.stop(timeout=60) == 0
+    assert daemon.stop(timeout=60) == 0, daemon.output()
     assert time.monotonic() - signalled < 12.0  # the parse alone takes 22 s here
     assert fs_card.query("SELECT count(*) FROM news_summary")[0][0] == 0
     assert "stopped" in daemon.output()
