@@ -1,12 +1,11 @@
 """Stage 3 of a pass: the article queue drained, each page fetched once and extracted.
 
-As a pipe, until the queue has nothing more for this pass::
-
-    storage.claim_articles (lease)                               -- short txn
-      | fetch.get (article page; politeness.hosts)               -- network, no txn open
-      | extract.Extractor (trafilatura in worker processes)      -- CPU, bounded
-      | storage.save_article
-        or decide.after_failure | storage.record_extract_failure -- short txn
+Drawn as a pipe in docs/architecture.md ("One pass", the one drawing of the pass): until
+the queue has nothing more for this pass, a row claimed with its lease (a short
+transaction), its page fetched when its host's turn comes (politeness.hosts, no
+transaction open), extracted by trafilatura in worker processes (CPU, bounded), then
+``storage.save_article``, or ``decide.after_failure`` and
+``storage.record_extract_failure`` (a short transaction).
 
 Exactly once across overlapping processes: the staging insert (feedsync/polling.py)
 names the rows it really created and leases them to this process; claims skip rows

@@ -1,16 +1,13 @@
 """One pass of feedsync: poll every enabled feed, stage what is new, extract it.
 
-As a pipe::
+The pass is drawn as a pipe once, in docs/architecture.md ("One pass"), each stage with
+its module; in short: the feeds' polls (storage.feeds_to_poll | claims | politeness turn
+| fetch.get | parse | decide.poll | storage.record_polls), then the article queue
+(storage.claim_articles | politeness turn | fetch.get | extract | storage.save_article),
+and for a one-shot run a save to the card at the end (storage.save: the SD card's only
+writes).
 
-    storage.feeds_to_poll | claims.FeedClaims | fetch.get | parse.parse_feed
-      | decide.poll | storage.record_poll                     -- polling.FeedPolls
-    then
-    storage.claim_articles | fetch.get | extract.Extractor
-      | storage.save_article (or decide.after_failure)        -- articles.ArticleQueue
-    and, for a one-shot run, at the end
-    storage.save                                          -- the SD card's only writes
-
-Each flow is a module of its own, drawn in full in its docstring: the feeds' polls
+Each flow is a module of its own: the feeds' polls
 (feedsync/polling.py: one write per feed, whatever its outcome) and the article queue
 (feedsync/articles.py: each page fetched once, extracted in worker processes). What they
 share, and nothing else, is in feedsync/context.py: the database lane (every storage

@@ -1,13 +1,11 @@
 """Stages 1-2 of a pass: every feed polled, what is new staged, one write per feed.
 
-As a pipe::
-
-    storage.feeds_to_poll                                          -- one read
-      | claims.FeedClaims (storage.claim_feeds: batches, by host)  -- ~1 txn per many feeds
-      | fetch.get (conditional GET, concurrent; politeness.hosts)  -- network
-      | parse.parse_feed                                           -- CPU, the parse thread
-      | decide.poll(feed, Fetched|NotModified|Failed) -> PollIntent -- pure: the feed's change
-      | storage.record_polls (PollIntent, HostNote)                -- <= 1 txn/feed; dedup here
+Drawn as a pipe in docs/architecture.md ("One pass", the one drawing of the pass): the
+feeds listed (one read), claimed in batches by host (claims.FeedClaims), each request's
+turn from the hosts' politeness (politeness.hosts.Hosts.turn) and a conditional GET,
+the parse on the parse thread, ``decide.poll(feed, Fetched | NotModified | Failed)`` ->
+the feed's change (PollIntent, pure), and ``storage.record_polls`` with the poll's
+HostNote: at most one transaction per feed, where entries are deduplicated.
 
 Feed documents are parsed on a thread of their own, beside the database lane
 (feedsync/context.py), so the lane runs only short transactions: a host's turn is never
