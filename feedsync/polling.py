@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from feedsync import decide, fetch, logs, timestamps
 from feedsync.canonical import canonical_url, host_of
@@ -58,6 +58,7 @@ from feedsync.storage import StorageFull, StorageUnavailable
 if TYPE_CHECKING:
     from feedsync.pass_plan import PassPlan
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 # How often a parse under way says it is alive (the notifier sends at most one ping a
@@ -91,7 +92,12 @@ class ParseThread:
         self._turn = asyncio.Lock()
 
     async def run(
-        self, alive: Callable[[], None], bound: float, function: Callable[..., T], *args: Any
+        self,
+        alive: Callable[[], None],
+        bound: float,
+        function: Callable[P, T],
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
         """``function(*args)`` on a thread; ``alive()`` every PARSE_TICK_S meanwhile,
         for ``bound`` seconds at most."""
@@ -109,7 +115,7 @@ class ParseThread:
 
             def work() -> None:
                 try:
-                    result, error = function(*args), None
+                    result, error = function(*args, **kwargs), None
                 except BaseException as exc:  # handed to the awaiting task, which decides
                     result, error = None, exc
                 finally:
