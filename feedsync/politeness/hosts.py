@@ -10,7 +10,9 @@ claims hold. Behind it, each part of host politeness in its own module of this p
 - ``shared.py``: a request's turn in the database, through the pass's lane;
 - ``holds.py``: the hosts a pass alone on its database holds and paces in memory;
 - ``rules.py``: the pure rules (a block's length, a turn, a hold), storage's too;
-- ``ticket.py``: the slots a feed poll's turn held, handed to its record by hand.
+- ``ticket.py``: the slots a feed poll's turn held, handed to its record (its HostNote);
+- ``pacing.py``: ``HostPacing``, what the package asks of storage (defined here, so the
+  package imports nothing of storage).
 
 It is built from what it needs of the pass, not from the pass: the config, the lane
 (``PassContext.on_lane``), the storage as its host-pacing role, the pass's owner, clock
