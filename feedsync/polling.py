@@ -237,7 +237,7 @@ class FeedPolls:
         on the feed and the pass goes on with the others. Its ticket keeps the host slots
         its request held, for its record to give back; what no record took goes back
         here."""
-        ticket = Ticket(host_of(feed.url))
+        ticket = Ticket()
         try:
             await self._poll_feed(feed, in_memory, ticket)
         except StorageUnavailable:
@@ -259,9 +259,8 @@ class FeedPolls:
         whether another process wants it."""
         c = self.context
         given = ticket.slots
-        host = self._feed_hosts.get(intent.feed_id)
-        held_host = c.hosts.holding(host) if host is not None else None
-        record = await self._records((intent, note._replace(slots=given, held=held_host)))
+        held = c.hosts.holding(self._feed_hosts[intent.feed_id])
+        record = await self._records((intent, note._replace(slots=given, held=held)))
         ticket.handed_in(given)
         if record.host_wanted:
             # another process was refused a turn on the held host: nothing more is held

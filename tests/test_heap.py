@@ -32,17 +32,24 @@ print(json.dumps({"before": before, "after": rss_kb(), "gave": gave, "kept": len
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
-def test_memory_freed_between_live_allocations_leaves_the_process() -> None:
+def measured(script: str, *args: str) -> dict[str, int]:
+    """``script`` run in a process of its own (its RSS is the figure), its JSON line; the
+    test skipped where the C library has no malloc_trim."""
     done = subprocess.run(
-        [sys.executable, "-c", STRANDED, str(REPO)],
+        [sys.executable, "-c", script, str(REPO), *args],
         capture_output=True,
         text=True,
         check=True,
     )
-    figures = json.loads(done.stdout)
+    figures: dict[str, int] = json.loads(done.stdout)
     if not figures["gave"]:
         pytest.skip("this C library has no malloc_trim (not glibc)")
+    return figures
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_memory_freed_between_live_allocations_leaves_the_process() -> None:
+    figures = measured(STRANDED)
     # ~58 MB were freed; most of it was still resident before, and is not after
     assert figures["before"] - figures["after"] > 30_000, figures
 
@@ -108,15 +115,7 @@ def test_retention_that_drops_a_month_leaves_the_process_smaller(
 ) -> None:
     (ramdisk / "live").mkdir()
     (tmp_path / "card").mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", RETENTION, str(REPO), str(ramdisk / "live"), str(tmp_path / "card")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    figures = json.loads(done.stdout)
-    if not figures["gave"]:
-        pytest.skip("this C library has no malloc_trim (not glibc)")
+    figures = measured(RETENTION, str(ramdisk / "live"), str(tmp_path / "card"))
     assert figures["pruned"] == 1000, figures
     # measured: 33.9 -> 27.0 MB; without the trim the process stayed as large (33.8 -> 33.4)
     assert figures["before"] - figures["after"] > 3_000, figures

@@ -235,7 +235,7 @@ def test_a_ticket_keeps_the_turns_slot_for_its_holder_to_give_back() -> None:
     async def scenario() -> tuple[FakeShared, Ticket]:
         shared = FakeShared(slots=2, delay=0.0)
         gate = HostGate(8, 4, shared=shared)
-        ticket = Ticket("h")
+        ticket = Ticket()
         async with gate.slot("h", ticket=ticket) as ok:
             assert ok
         assert shared.given_back == [] and shared.held == {0}

@@ -122,7 +122,7 @@ class Hosts:
         :meth:`give_back` if it writes none. Without one, they go back at once and the
         ticket yielded holds none."""
         host, origin = host_of(url), fetch.origin_of(url)
-        own = ticket if ticket is not None else Ticket(host)
+        own = ticket if ticket is not None else Ticket()
         async with self._gate.slot(
             host, first=first, ready=ready, origin=origin, ticket=ticket
         ) as go:
@@ -187,7 +187,7 @@ class Hosts:
 
     def holding(self, host: str) -> str | None:
         """``host`` if this pass holds it now (a feed's record there then says whether
-        another process wants it: ``PollIntent.held_host``), else None."""
+        another process wants it: ``HostNote.held``), else None."""
         return host if self._holds.holds(host) else None
 
     def to_hold(self, hosts: Iterable[str]) -> list[str]:

@@ -5,7 +5,7 @@ feedsync/politeness/shared.py); the slot must go back when the request is over. 
 article gives it back at once, in a transaction of its own. A feed poll would then write
 twice per feed (the slot, then its record): instead the slots its turn held are kept on
 its ticket, and the poll hands them to its record, which gives them back in its own
-transaction (``PollIntent.host_slots``). Should no record be written (the poll went
+transaction (its ``HostNote.slots``). Should no record be written (the poll went
 otherwise), the poll gives the ticket back itself (``Hosts.give_back``). The ticket is
 that value, passed by hand: nothing is given back behind the caller's back.
 """
@@ -18,10 +18,9 @@ class Ticket:
     back yet. Mutable while the turn runs (a late turn is taken again: one more slot,
     feedsync/politeness/gate.py), read once it is over."""
 
-    __slots__ = ("_slots", "host")
+    __slots__ = ("_slots",)
 
-    def __init__(self, host: str) -> None:
-        self.host = host
+    def __init__(self) -> None:
         self._slots: list[tuple[str, int]] = []
 
     @property
