@@ -26,12 +26,13 @@ from feedsync.records import (
     PollIntent,
     PollRecord,
 )
-from feedsync.storage.sql_core import Connection
-from feedsync.storage.sql_hosts import SQLHostPacing
+from feedsync.storage import sql_hosts
+from feedsync.storage.sql_core import Connection, SQLCore
 
 
-class SQLPolling(SQLHostPacing):
-    """The Polling role over named queries (a claim holds hosts: the host rows' code)."""
+class SQLPolling(SQLCore):
+    """The Polling role over named queries (a claim holds hosts and a poll writes its
+    host's note through sql_hosts.py's functions, in the same transaction)."""
 
     def record_poll(self, intent: PollIntent, host: HostNote = NO_HOST_NOTE) -> PollRecord:
         """One feed poll, whatever its outcome, in one transaction: the staged entries
@@ -92,32 +93,7 @@ class SQLPolling(SQLHostPacing):
             raise ValueError(f"unknown poll outcome {intent.outcome!r}")
         if intent.redirect is not None:
             record = record._replace(move_refused=self._move(conn, intent))
-        return self._note_host(conn, host, intent.owner, record)
-
-    def _note_host(
-        self, conn: Connection, note: HostNote, owner: str, record: PollRecord
-    ) -> PollRecord:
-        """In record_polls's transaction: what the poll says about its host (a 429/503
-        block, or its end; the slots its request held, given back; whether a held host is
-        wanted by another process)."""
-        if note.wait is not None:
-            wait = note.wait
-            self._exec(
-                conn,
-                "host_wait",
-                host=wait.host,
-                not_before=wait.not_before,
-                backoff_count=wait.backoff_count,
-                reason=wait.reason,
-            )
-        if note.clear is not None:
-            self._exec(conn, "host_clear", host=note.clear)
-        for host, slot in note.slots:
-            self._exec(conn, "host_slot_release", host=host, slot=slot, owner=owner)
-        if note.held is not None:
-            wanted = self._exec(conn, "host_wanted", host=note.held).fetchone()
-            record = record._replace(host_wanted=bool(wanted["wanted"]))
-        return record
+        return sql_hosts.note(self, conn, host, intent.owner, record)
 
     def _stage(self, conn: Connection, intent: PollIntent) -> PollRecord:
         """In record_poll's transaction: the poll's candidates staged (INSERT, only those
@@ -242,7 +218,7 @@ class SQLPolling(SQLHostPacing):
         """Claim feeds for polling, in one transaction: those no other live process holds
         (and, with ``due_before``, still due: another poller may have polled one since the
         pass listed it). Says too whether another process is at work on the database;
-        when none is, holds the ``hold`` hosts it can (:meth:`_hold`)."""
+        when none is, holds the ``hold`` hosts it can (``sql_hosts.hold``)."""
 
         def work(conn: Connection) -> FeedClaim:
             taken = frozenset(
@@ -265,7 +241,7 @@ class SQLPolling(SQLHostPacing):
             held: list[tuple[str, float]] = []
             if not others:
                 for host in hold:
-                    ahead = self._hold(conn, host, owner, hold_delay, hold_lease)
+                    ahead = sql_hosts.hold(self, conn, host, owner, hold_delay, hold_lease)
                     if ahead is not None:
                         held.append((host, ahead))
             return FeedClaim(ids=taken, others=others, held=tuple(held))
