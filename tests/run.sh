@@ -25,6 +25,9 @@ command -v openssl >/dev/null 2>&1 || needed+=(openssl)  # a certificate for the
 compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || needed+=(faketime)
 # a throwaway PostgreSQL server for the tests of the PostgreSQL backend (tests/pgserver.py)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || needed+=(postgresql)
+# a real browser for the web page's tests (tests/browser.py: headless Chromium, WebDriver)
+command -v chromium >/dev/null 2>&1 || needed+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || needed+=(chromium-driver)
 # install.sh's crontab paths (tests/test_install_paths.py): crontab and the cron daemon,
 # as install.sh installs them, without the mail server cron recommends
 bare=()
