@@ -7,25 +7,19 @@ the parse on the parse thread, ``decide.poll(feed, Fetched | NotModified | Faile
 the feed's change (PollIntent, pure), and ``storage.record_polls`` with the poll's
 HostNote: at most one transaction per feed, where entries are deduplicated.
 
-Feed documents are parsed on a thread of their own, beside the database lane
-(feedsync/context.py), so the lane runs only short transactions: a host's turn is never
-stuck behind a 2,000-entry parse. A parse is linear in the document and capped (10 MB,
-the newest 2,000 entries), yet a big one takes minutes on a Pi: while it runs, it counts
-as progress and feeds the watchdog (up to :func:`parse_bound`), and a stop does not wait
-for it (it has nothing to save). A feed poll writes once, whatever its outcome (the
-decision is one intent), and gives its host's turn back in that same write (its
-ticket, feedsync/politeness/ticket.py, handed to the record); the polls that finish
-while the lane is busy share one transaction (feedsync/group_commit.py). Whatever goes
-wrong with one feed is recorded on that feed; the pass goes on with the others.
+Feed documents are parsed on a thread of their own (feedsync/parse_thread.py), beside
+the database lane, so the lane runs only short transactions. A feed poll writes once,
+whatever its outcome (the decision is one intent), and gives its host's turn back in
+that same write (its ticket, feedsync/politeness/ticket.py, handed to the record); the
+polls that finish while the lane is busy share one transaction
+(feedsync/group_commit.py). Whatever goes wrong with one feed is recorded on that feed;
+the pass goes on with the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -35,6 +29,7 @@ from feedsync.claims import FeedClaims, ahead_for
 from feedsync.context import PassContext, unexpected
 from feedsync.group_commit import GroupCommit
 from feedsync.guard import Guard
+from feedsync.parse_thread import ParseThread, parse_bound, parse_document
 from feedsync.politeness.gate import HostBlocked
 from feedsync.politeness.ticket import Ticket
 from feedsync.records import (
@@ -60,79 +55,6 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-# How often a parse under way says it is alive (the notifier sends at most one ping a
-# quarter of the watchdog period; the unit's WatchdogSec is 5 min, a test's 2 s).
-PARSE_TICK_S = 1.0
-
-
-def parse_bound(size: int) -> float:
-    """How long a parse of ``size`` bytes may feed the watchdog: what the slowest
-    document per byte (HTML nested 200 deep, ~2.3 µs a byte here through feedparser's
-    sanitiser) would take on a Pi thirty times slower, twice over. Past it the parse is
-    taken for stuck: the watchdog is left to restart the service."""
-    return 120.0 + 120.0 * size / 1e6
-
-
-# The parses under way in this process, on their threads (feedsync.cli.entry asks).
-_PARSING: set[threading.Thread] = set()
-
-
-def parsing() -> bool:
-    """Whether a feed's parse is still running on its thread: a stopped pass left it."""
-    return any(thread.is_alive() for thread in list(_PARSING))
-
-
-class ParseThread:
-    """One parse at a time (two 10 MB documents at once would double the peak memory), each
-    on a daemon thread of its own: a stopped pass does not wait for a parse under way, and
-    the process exits while it runs; a parse writes nothing, so nothing is lost."""
-
-    def __init__(self) -> None:
-        self._turn = asyncio.Lock()
-
-    async def run(
-        self,
-        alive: Callable[[], None],
-        bound: float,
-        function: Callable[P, T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """``function(*args)`` on a thread; ``alive()`` every PARSE_TICK_S meanwhile,
-        for ``bound`` seconds at most."""
-        async with self._turn:
-            loop = asyncio.get_running_loop()
-            future: asyncio.Future[T] = loop.create_future()
-
-            def settle(result: T | None, error: BaseException | None) -> None:
-                if future.done():  # the pass was stopped meanwhile
-                    return
-                if error is not None:
-                    future.set_exception(error)
-                else:
-                    future.set_result(result)  # type: ignore[arg-type]
-
-            def work() -> None:
-                try:
-                    result, error = function(*args, **kwargs), None
-                except BaseException as exc:  # handed to the awaiting task, which decides
-                    result, error = None, exc
-                finally:
-                    _PARSING.discard(threading.current_thread())
-                with contextlib.suppress(RuntimeError):  # the loop is closed: a stopped pass
-                    loop.call_soon_threadsafe(settle, result, error)
-
-            thread = threading.Thread(target=work, name="feedsync-parse", daemon=True)
-            _PARSING.add(thread)
-            thread.start()
-            started = time.monotonic()
-            while True:
-                done, _ = await asyncio.wait({future}, timeout=PARSE_TICK_S)
-                if done:
-                    return future.result()
-                if time.monotonic() - started < bound:
-                    alive()
 
 
 class FeedPolls:
@@ -365,7 +287,7 @@ class FeedPolls:
             parsed = await self._parser.run(
                 self.context.progress.working,
                 parse_bound(len(response.body)),
-                _parse,
+                parse_document,
                 response.body,
                 response.url,
                 fetched_at,
@@ -442,19 +364,3 @@ class FeedPolls:
         return ahead_for(
             poll.lease, config.fetch.host_delay, poll.per_host, poll.concurrency, alone=alone
         )
-
-
-def _parse(
-    body: bytes, url: str, fetched_at: datetime, content_type: str | None
-) -> ParsedFeed | str:
-    """The document parsed, on the parse thread, or why it is not a feed. The parsers
-    (feedsync/parse/, with fastfeedparser's and feedparser's modules) are imported by the
-    first document a process reads, on that thread: a ``run`` whose feeds all answer 304
-    never loads them (~10-20 ms of CPU here). The daemon has them already: it imports
-    them before its first pass (:func:`feedsync.pipeline.load_pass_modules`)."""
-    from feedsync.parse import NotAFeed, parse_feed
-
-    try:
-        return parse_feed(body, url, fetched_at, content_type)
-    except NotAFeed as exc:
-        return str(exc)

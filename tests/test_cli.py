@@ -202,7 +202,7 @@ def test_a_run_with_nothing_to_extract_never_loads_trafilatura(fs: FeedsyncEnv, 
     first = run()
     assert "feedsync.parse" in first and "trafilatura" in first
     # the next run (cron, a few minutes later, the feed answers 304) loads neither: the
-    # parsers are imported by the first document a process reads (polling._parse)
+    # parsers are imported by the first document a process reads (parse_thread.parse_document)
     quiet = run()
     assert "httpx" in quiet  # it did poll
     assert not quiet & {"feedsync.parse", "fastfeedparser", "feedparser"}

@@ -69,7 +69,7 @@ def entry() -> NoReturn:
     :func:`main`, then the exit.
 
     A stop does not wait for a feed's parse under way (it has nothing to save:
-    polling.ParseThread runs it on a daemon thread). Left to the interpreter's
+    parse_thread.ParseThread runs it on a daemon thread). Left to the interpreter's
     finalization, that thread is ended in the middle of the parser's C code, and glibc
     then aborts the process ("FATAL: exception not rethrown", exit status -6) after a
     clean stop: systemd would log a crash, and a restart policy would count one (seen
@@ -77,8 +77,8 @@ def entry() -> NoReturn:
     finalization instead, once every line is out: nothing is left to do by then (the
     save is written, the extraction workers stopped)."""
     code = main()
-    polling = sys.modules.get("feedsync.polling")  # no parse without it
-    if polling is not None and polling.parsing():
+    parses = sys.modules.get("feedsync.parse_thread")  # no parse without it
+    if parses is not None and parses.parsing():
         import logging
 
         logging.shutdown()
