@@ -182,7 +182,7 @@ class Daemon:
             scheduler.shutdown(wait=True)
             if self._broken is not None:
                 return 3  # said when it broke; systemd starts the service again
-            return self._final_snapshot()
+            return self._final_save()
         finally:
             with contextlib.suppress(StorageError):
                 self.storage.close()
@@ -223,7 +223,7 @@ class Daemon:
             self.poll_job, self._every(self.config.daemon.tick), id="poll", next_run_time=now
         )
         scheduler.add_job(
-            self.snapshot_job, self._every(self.config.storage.save_interval), id="snapshot"
+            self.save_job, self._every(self.config.storage.save_interval), id="save"
         )
         scheduler.add_job(
             self.retention_job,
@@ -312,7 +312,7 @@ class Daemon:
         log.info("database opened again: %s", storage.location)
         self.notifier.status(self._status_line())
 
-    def _final_snapshot(self) -> int:
+    def _final_save(self) -> int:
         assert self.storage is not None
         try:
             result = self.storage.save()
@@ -363,13 +363,13 @@ class Daemon:
         self._write_metrics()
         self.notifier.status(self._status_line())
 
-    def snapshot_job(self) -> None:
+    def save_job(self) -> None:
         try:
-            self._snapshot()
+            self._save()
         finally:
             self._write_metrics()
 
-    def _snapshot(self) -> None:
+    def _save(self) -> None:
         assert self.storage is not None
         try:
             result = self.storage.save()
