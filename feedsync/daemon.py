@@ -223,7 +223,11 @@ class Daemon:
             self.poll_job, self._every(self.config.daemon.tick), id="poll", next_run_time=now
         )
         scheduler.add_job(
-            self.save_job, self._every(self.config.storage.save_interval), id="save"
+            # its id stays "snapshot": "job snapshot failed" is a line users' log
+            # filters already match, as `status` keeps the word for scripts
+            self.save_job,
+            self._every(self.config.storage.save_interval),
+            id="snapshot",
         )
         scheduler.add_job(
             self.retention_job,
