@@ -179,8 +179,8 @@ def _page(
 ) -> web.Response:
     """A page under conditional GET: its ETag from ``parts`` (what it shows) and the
     code's version (a new feedsync renders anew)."""
-    body = layout(title, main, **options)
-    return web.conditional(request, web.etag_of(__version__, *parts), None, HTML, lambda: body)
+    etag = web.etag_of(__version__, *parts)
+    return web.conditional(request, etag, None, HTML, lambda: layout(title, main, **options))
 
 
 def bad_request(message: str) -> web.Response:
@@ -254,10 +254,14 @@ class Pages:
             return _page(request, ["news", before, feed_id, category, empty], heading, main)
         rows = [_news_item(item) for item in items]
         pager = ""
-        if more:
+        if more or before is not None:
+            newest = _link("/", feed=feed_id, category=category)
             older = _link("/", before=items[-1].id, feed=feed_id, category=category)
             pager = (
-                f'<nav class="pages"><span></span><a class="next" href="{older}">Older →</a></nav>'
+                '<nav class="pages">'
+                + (f'<a class="first" href="{newest}">← Newest</a>' if before else "<span></span>")
+                + (f'<a class="next" href="{older}">Older →</a>' if more else "")
+                + "</nav>"
             )
         main = f'<h1>{esc(heading)}</h1><ol class="items">{"".join(rows)}</ol>{pager}'
         return _page(
