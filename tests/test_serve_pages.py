@@ -98,7 +98,8 @@ def _extract_all(storage: Storage, texts: dict[str, Article]) -> dict[int, str]:
         "T", 0, iso(0), iso(0), timestamps.to_iso(NOW + timedelta(minutes=15)), 10_000
     )
     for job in jobs:
-        storage.save_article(job.id, texts[job.url], job.published, iso(0))
+        # fetched soon after it was published, as a pass polling every few minutes does
+        storage.save_article(job.id, texts[job.url], job.published, job.published or iso(0))
     by_url: dict[int, str] = {}
     for job in jobs:
         item = storage.news_get(job.url)

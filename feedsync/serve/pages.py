@@ -360,7 +360,7 @@ class Pages:
             f'<a class="opml" href="{esc(request.link("/feeds.opml"))}">OPML of them all</a>'
             f' · <a class="atom" href="{esc(request.link("/feeds/all.atom"))}">'
             "every article (Atom)</a></p>",
-            chart.articles_per_day(per_day, names, days),
+            chart.articles_per_day(per_day, names, days, caption="Articles fetched per day"),
         ]
         blocks += [self._feed_section(f, week[f.id], request) for f in feeds]
         return _page(request, parts, "Feeds", "".join(blocks), here="/feeds")
