@@ -351,6 +351,8 @@ def test_one_feeds_news_and_bad_parameters(world: World, pages: Pages, storage: 
         answer = pages.news_page(storage, request(target))
         assert answer.status == 400 and answer.body.count(b"\n") == 1, target
     assert pages.news_page(storage, request("/?feed=99999")).status == 404
+    stale = pages.news_page(storage, request("/?before=999999"))  # retention took it
+    assert stale.status == 404 and stale.body.count(b"\n") == 1
 
 
 def test_the_news_answers_not_modified_when_nothing_changed(pages: Pages, storage: Storage) -> None:

@@ -42,6 +42,7 @@ from feedsync import __version__, timestamps
 from feedsync import terminal as t
 from feedsync.serve import chart, web
 from feedsync.serve.style import STYLE
+from feedsync.storage_errors import UnknownArticle
 
 if TYPE_CHECKING:
     from feedsync.config import Config
@@ -230,9 +231,12 @@ class Pages:
         except ValueError as exc:
             return bad_request(str(exc))
         category = request.query.get("category") or None
-        items = storage.news_window(
-            feed_id=feed_id, category=category, before=before, limit=PER_PAGE + 1
-        )
+        try:
+            items = storage.news_window(
+                feed_id=feed_id, category=category, before=before, limit=PER_PAGE + 1
+            )
+        except UnknownArticle:  # a stale link: retention took the article it starts after
+            return web.text(404, f"no article {before} to go on from (see / for the newest)")
         more = len(items) > PER_PAGE
         items = items[:PER_PAGE]
         heading = "News"
@@ -247,7 +251,7 @@ class Pages:
             (i.id, i.title, i.feed_title, i.published, i.fetched_at, len(i.body)) for i in items
         ]
         if not items:
-            empty = "No articles" + (" before that one." if before else " yet.")
+            empty = "No articles" + (" older than that one." if before else " yet.")
             if before is None and feed_id is None and category is None:
                 empty += _not_there(storage)
             main = f"<h1>{esc(heading)}</h1><p>{empty}</p>"
