@@ -388,7 +388,12 @@ class Pages:
         folder = f' <span class="dim">[{esc(feed.category)}]</span>' if feed.category else ""
         facts = [("health", f'<span class="health {kind}">{esc(health)}</span>')]
         if feed.error_count and feed.enabled:
-            facts.append(("failing since", "its last success, " + when(feed.last_success_at)))
+            since = (
+                f"its last success, {when(feed.last_success_at)}"
+                if feed.last_success_at
+                else "it was added: no poll has succeeded yet"
+            )
+            facts.append(("failing since", since))
         facts.append(("last poll", when(feed.last_poll_at)))
         facts.append(("last success", when(feed.last_success_at)))
         if feed.last_error and (feed.error_count or not feed.enabled):
@@ -572,7 +577,7 @@ def _meter(used: int | None, budget: int | None) -> str:
     if used is None or not budget:
         return ""
     return (
-        f' <meter min="0" max="{budget}" low="{budget * 7 // 10}" high="{budget * 9 // 10}" '
+        f'<br><meter min="0" max="{budget}" low="{budget * 7 // 10}" high="{budget * 9 // 10}" '
         f'optimum="0" value="{min(used, budget)}">{used * 100 // budget}%</meter>'
     )
 
@@ -647,16 +652,17 @@ def _status(report: dict[str, object]) -> str:
         facts += [
             (
                 "RAM disk",
-                f"{esc(t.size(where.live_bytes))} of its {esc(t.size(where.ram_budget))} budget"
-                f"{_meter(where.live_bytes, where.ram_budget)}, "
+                f"{esc(t.size(where.live_bytes))} of its {esc(t.size(where.ram_budget))} budget, "
                 f"{esc(t.size(where.ram_disk_free))} free of {esc(t.size(where.ram_disk_size))}"
+                f"{_meter(where.live_bytes, where.ram_budget)}"
                 f'<br><span class="dim">{esc(where.live)}</span>',
             ),
             (
                 "card",
                 f"{esc(t.size(where.snapshot_bytes))} of its {esc(t.size(where.card_budget))} "
-                f"budget{_meter(where.snapshot_bytes, where.card_budget)}, "
-                f"{esc(t.size(where.card_disk_free))} free of {esc(t.size(where.card_disk_size))}"
+                f"budget, {esc(t.size(where.card_disk_free))} free of "
+                f"{esc(t.size(where.card_disk_size))}"
+                f"{_meter(where.snapshot_bytes, where.card_budget)}"
                 f'<br><span class="dim">{esc(where.snapshot)}</span>',
             ),
             ("saved", saved_html),
