@@ -26,7 +26,8 @@ Why it is built the way it is:
   the page. The feed links (Atom, JSON Feed, OPML) are absolute and carry the token
   (``Request.link``): they are for copying into a reader app, which cannot log in.
 - **Stable hooks for a browser to drive**: ``li.item a.title`` (each article of a
-  list), ``a.next`` / ``a.prev`` (paging), ``form#search``, ``article#text``,
+  list), ``a.next`` (the next page: older news, more hits), ``a.prev`` (a search's
+  page before), ``a.first`` (back to the newest news), ``form#search``, ``article#text``,
   ``section.feed#feed-<id>``, ``li.entry`` (a failed article).
 """
 
