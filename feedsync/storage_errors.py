@@ -33,6 +33,12 @@ class CardReadOnly(StorageError):
     go on. ``str()`` says which card, and what it means for the data."""
 
 
+class UnknownArticle(LookupError):
+    """A page of articles was asked to continue after an article the database does not
+    hold (never had, or retention took it since): the caller answers that the link is
+    stale rather than end the listing as if nothing came after it."""
+
+
 SNAPSHOTS_DO_NOT_APPLY = (
     "snapshots do not apply to a PostgreSQL database ([storage] url): back it up with "
     "pg_dump, and restore with pg_restore or psql"

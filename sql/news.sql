@@ -96,6 +96,107 @@ SELECT n.id, coalesce(n.published, n.fetched_at) AS w
          WHERE s.duplicate_of IS NOT NULL
            AND s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id));
 
+-- name: news_window
+-- feedsync serve: a page of articles, newest first in news_keys' order, of every feed, of
+-- one (:feed_id) or of a category and its subfolders (:category, "News" covers
+-- "News/World"), after the article whose sort key is (:w, :id) (keyset paging; '9999'
+-- and a huge id for the first page). Each side is read in order through its index on
+-- the time it sorts by, and the two merged, so the page reads the articles newer than
+-- its last one, never the whole table; a feed's own are told by a lookup per article
+-- (its entry's links, and the entries that are its revisions or duplicates: as
+-- news_of_feed). With :bodies false the text is not read at all. The outer query names
+-- w: without it SQLite does not merge the two sides' orders, it reads both whole and
+-- sorts (100x slower at 20,000 articles).
+SELECT id, url, title, published, feed_title, author, language, fetched_at, body, w
+  FROM (SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language,
+               n.fetched_at, CASE WHEN :bodies THEN n.body ELSE '' END AS body,
+               coalesce(n.published, n.fetched_at) AS w
+          FROM main.news AS n
+         WHERE coalesce(n.published, n.fetched_at) <= :w
+           AND (:feed_id IS NULL AND :category IS NULL
+                OR EXISTS (SELECT 1 FROM main.feed_entries AS fe
+                            WHERE fe.summary_id = n.summary_id
+                              AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/'))
+                OR EXISTS (SELECT 1 FROM card.feed_entries AS fe
+                            WHERE fe.summary_id = n.summary_id
+                              AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/'))
+                OR EXISTS (SELECT 1 FROM news_summary_all AS s
+                            WHERE (s.revision_of = n.summary_id OR s.duplicate_of = n.id)
+                              AND EXISTS (SELECT 1 FROM feed_entries_all AS fe
+                                           WHERE fe.summary_id = s.id
+                                             AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/'))))
+        UNION ALL
+        SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language,
+               n.fetched_at, CASE WHEN :bodies THEN n.body ELSE '' END AS body,
+               coalesce(n.published, n.fetched_at) AS w
+          FROM card.news AS n
+         WHERE coalesce(n.published, n.fetched_at) <= :w
+           AND n.id NOT IN (SELECT id FROM main.news)
+           AND (:feed_id IS NULL AND :category IS NULL
+                OR EXISTS (SELECT 1 FROM main.feed_entries AS fe
+                            WHERE fe.summary_id = n.summary_id
+                              AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/'))
+                OR EXISTS (SELECT 1 FROM card.feed_entries AS fe
+                            WHERE fe.summary_id = n.summary_id
+                              AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/'))
+                OR EXISTS (SELECT 1 FROM news_summary_all AS s
+                            WHERE (s.revision_of = n.summary_id OR s.duplicate_of = n.id)
+                              AND EXISTS (SELECT 1 FROM feed_entries_all AS fe
+                                           WHERE fe.summary_id = s.id
+                                             AND fe.feed_id IN (SELECT id FROM feeds
+                                                  WHERE id = :feed_id OR category = :category
+                                                     OR substr(category, 1, length(:category) + 1)
+                                                        = :category || '/')))))
+ WHERE w < :w OR id < :id
+ ORDER BY w DESC, id DESC
+ LIMIT :limit;
+
+-- name: news_sort_key
+-- The time an article sorts by in the listings (news_window's :w after it).
+SELECT id, coalesce(published, fetched_at) AS w FROM news_all WHERE id = :id;
+
+-- name: news_per_day
+-- feedsync serve's chart: per feed and day of fetching (the day feedsync collected the
+-- article: a feed's own dates may be late, missing or in the future), the articles
+-- fetched since :since that it carried (through its entry, a revision or a duplicate, as
+-- news_of_feed); read through the fetch time's index, so only the window's articles,
+-- and each one's links by its entry (feed_entries_all would be read whole).
+WITH a AS (
+    SELECT n.id, substr(n.fetched_at, 1, 10) AS day, n.summary_id AS entry
+      FROM news_all AS n WHERE n.fetched_at >= :since
+    UNION ALL
+    SELECT n.id, substr(n.fetched_at, 1, 10), s.id
+      FROM news_all AS n JOIN news_summary_all AS s ON s.revision_of = n.summary_id
+     WHERE n.fetched_at >= :since
+    UNION ALL
+    SELECT n.id, substr(n.fetched_at, 1, 10), s.id
+      FROM news_all AS n JOIN news_summary_all AS s ON s.duplicate_of = n.id
+     WHERE n.fetched_at >= :since)
+SELECT feed_id, day, count(DISTINCT id) AS articles
+  FROM (SELECT fe.feed_id, a.day, a.id
+          FROM a JOIN main.feed_entries AS fe ON fe.summary_id = a.entry
+        UNION ALL
+        SELECT fe.feed_id, a.day, a.id
+          FROM a JOIN card.feed_entries AS fe ON fe.summary_id = a.entry
+         WHERE fe.feed_id IN (SELECT id FROM main.feeds)) AS linked
+ GROUP BY feed_id, day
+ ORDER BY feed_id, day;
+
 -- name: news_by_id
 SELECT id, url, title, published, feed_title, author, language, fetched_at, body
   FROM news_all WHERE id = :id;

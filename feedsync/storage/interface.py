@@ -285,6 +285,36 @@ class Reading(Protocol):
         """How many articles :meth:`news_list` would give without its limit."""
         ...
 
+    def news_window(
+        self,
+        *,
+        feed_id: int | None = None,
+        category: str | None = None,
+        before: int | None = None,
+        limit: int,
+        bodies: bool = True,
+    ) -> list[NewsItem]:
+        """Up to ``limit`` articles, newest first in :meth:`news_list`'s order
+        (``coalesce(published, fetched_at)``, then the id), of the feed ``feed_id``, of
+        the feeds in the folder ``category`` or any folder below it ("News" covers
+        "News/World", not "Newsletters"), or of all feeds (both None; given both, the
+        articles of either); ``before``: the id of the previous page's last article,
+        the page continues after it (raises :class:`~feedsync.storage_errors.
+        UnknownArticle` when there is no such article); ``bodies=False``: ``body`` left
+        empty, and never read. Reads in index order: a page costs the articles newer
+        than its last one, not the size of the database (feedsync serve)."""
+        ...
+
+    def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
+        """(feed id, "YYYY-MM-DD", articles) for the articles fetched since ``since``, by
+        the day they were fetched (a feed's own dates may be late, missing or in the
+        future), each counted for every feed that carried it."""
+        ...
+
+    def news_feeds_of(self, ids: Sequence[int]) -> dict[int, list[tuple[int, str, str | None]]]:
+        """:meth:`news_feeds` of several articles at once."""
+        ...
+
     def news_get(self, ref: int | str) -> NewsItem | None:
         """An article by its id or its URL."""
         ...

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from feedsync import titles
@@ -12,6 +13,10 @@ from feedsync.records import (
     StagedEntry,
 )
 from feedsync.storage.sql_core import Connection, SQLCore
+from feedsync.storage_errors import UnknownArticle
+
+# news_window's first page: after every sort key (ISO times are text) and every id
+_FIRST_PAGE = ("9999", 2**62)
 
 
 class SQLReading(SQLCore):
@@ -50,6 +55,50 @@ class SQLReading(SQLCore):
             if found:
                 items.append(NewsItem(**{**dict(found[0]), "body": ""}))
         return items
+
+    def news_window(
+        self,
+        *,
+        feed_id: int | None = None,
+        category: str | None = None,
+        before: int | None = None,
+        limit: int,
+        bodies: bool = True,
+    ) -> list[NewsItem]:
+        """A page of the newest articles, in :meth:`news_list`'s order, of one feed, of
+        one category and its subfolders, or of all, continuing after the article
+        ``before`` (keyset paging: a page costs the same however deep it is). Read in the
+        index's order with a LIMIT (sql/news.sql news_window): the cost is the articles
+        newer than the page's last one, not the size of the database."""
+        w, after = _FIRST_PAGE
+        if before is not None:
+            rows = self._read("news_sort_key", id=before)
+            if not rows:
+                raise UnknownArticle(f"no article {before}")
+            w, after = str(rows[0]["w"]), int(rows[0]["id"])
+        rows = self._read(
+            "news_window",
+            w=w,
+            id=after,
+            feed_id=feed_id,
+            category=category,
+            limit=limit,
+            bodies=bodies,
+        )
+        return [NewsItem(*(r[name] for name in NewsItem._fields)) for r in rows]
+
+    def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
+        """(feed id, day, articles) of the articles fetched since ``since``, by the day
+        they were fetched (sql/news.sql news_per_day says why not their own dates)."""
+        return [
+            (int(r["feed_id"]), str(r["day"]), int(r["articles"]))
+            for r in self._read("news_per_day", since=since)
+        ]
+
+    def news_feeds_of(self, ids: Sequence[int]) -> dict[int, list[tuple[int, str, str | None]]]:
+        """:meth:`news_feeds` of each article of a page (a couple of indexed lookups
+        each: a page of 50 costs a few milliseconds)."""
+        return {news_id: self.news_feeds(news_id) for news_id in ids}
 
     def news_count(self, since: str, feed_id: int | None) -> int:
         if feed_id is None:

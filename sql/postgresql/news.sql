@@ -38,6 +38,37 @@ SELECT id, coalesce(published, fetched_at) AS w
 -- name: news_count
 SELECT count(*) AS n FROM news WHERE coalesce(published, fetched_at) >= :since;
 
+-- name: news_window
+-- (sql/news.sql says what.) One table: read through news_when (migration 10), whose
+-- order (the sort time, then the id) is the listing's, from the row after (:w, :id).
+SELECT id, url, title, published, feed_title, author, language, fetched_at,
+       CASE WHEN :bodies THEN body ELSE '' END AS body
+  FROM news AS n
+ WHERE (coalesce(n.published, n.fetched_at), n.id) < (CAST(:w AS TEXT), CAST(:id AS BIGINT))
+   AND (CAST(:feed_id AS BIGINT) IS NULL AND CAST(:category AS TEXT) IS NULL
+        OR EXISTS (SELECT 1 FROM news_summary AS s
+                     JOIN feed_entries AS fe ON fe.summary_id = s.id
+                    WHERE (s.id = n.summary_id OR s.revision_of = n.summary_id
+                           OR s.duplicate_of = n.id)
+                      AND fe.feed_id IN (
+                          SELECT id FROM feeds
+                           WHERE id = CAST(:feed_id AS BIGINT)
+                              OR category = CAST(:category AS TEXT)
+                              OR substr(category, 1, length(CAST(:category AS TEXT)) + 1)
+                                 = CAST(:category AS TEXT) || '/')))
+ ORDER BY coalesce(n.published, n.fetched_at) DESC, n.id DESC
+ LIMIT :limit;
+
+-- name: news_per_day
+SELECT fe.feed_id, substr(a.fetched_at, 1, 10) AS day, count(DISTINCT a.id) AS articles
+  FROM news AS a
+  JOIN news_summary AS s
+    ON s.id = a.summary_id OR s.revision_of = a.summary_id OR s.duplicate_of = a.id
+  JOIN feed_entries AS fe ON fe.summary_id = s.id
+ WHERE a.fetched_at >= :since
+ GROUP BY fe.feed_id, substr(a.fetched_at, 1, 10)
+ ORDER BY fe.feed_id, day;
+
 -- name: news_search
 -- Search, the candidates of one way a query can match (feedsync/search.py): every word
 -- anywhere in the title or the text (:patterns, one regular expression each, in which

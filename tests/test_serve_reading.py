@@ -1,0 +1,194 @@
+"""The storage reads ``feedsync serve`` pages through (Reading.news_window,
+news_per_day, news_feeds_of), on both engines: pages in the listing's order that visit
+every article once, the feed and folder filters, articles the card holds after a save,
+and a page that costs the same in a database ten times as big."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import BACKENDS
+from servedb import FEEDS, START, extract_all, fill, grow, poll
+
+from feedsync.records import Entry, NewsItem
+from feedsync.storage.base import SQLStorage
+from feedsync.storage.sqlite import SQLiteStorage
+from feedsync.storage_errors import UnknownArticle
+from feedsync.timestamps import to_iso
+
+ARTICLES = 60
+
+
+@pytest.fixture(params=BACKENDS)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SQLStorage]:
+    if request.param == "sqlite":
+        return lambda: SQLiteStorage.open(tmp_path / "feedsync.db")
+    from feedsync.storage.postgresql import PostgreSQLStorage
+
+    url: str = request.getfixturevalue("pg_url")
+    return lambda: PostgreSQLStorage.open(url)
+
+
+@pytest.fixture
+def store(opener: Callable[[], SQLStorage]) -> Iterator[SQLStorage]:
+    storage = opener()
+    yield storage
+    storage.close()
+
+
+def listing_order(items: list[NewsItem]) -> list[int]:
+    """The ids as news_list orders them: by their own date else the fetch time, newest
+    first, then the id."""
+    ordered = sorted(items, key=lambda i: (i.published or i.fetched_at, i.id), reverse=True)
+    return [i.id for i in ordered]
+
+
+def every_page(store: SQLStorage, size: int, **which: object) -> list[list[NewsItem]]:
+    pages: list[list[NewsItem]] = []
+    before: int | None = None
+    while page := store.news_window(before=before, limit=size, **which):  # type: ignore[arg-type]
+        pages.append(page)
+        before = page[-1].id
+        assert len(pages) < 1000, "paging does not end"
+    return pages
+
+
+def test_pages_visit_every_article_once_in_the_listing_order(store: SQLStorage) -> None:
+    fill(store, ARTICLES)
+    everything = list(store.export_news(""))
+    pages = every_page(store, 7)
+    seen = [item.id for page in pages for item in page]
+    assert seen == listing_order(everything)
+    assert len(set(seen)) == ARTICLES
+    assert [len(p) for p in pages] == [7] * (ARTICLES // 7) + [ARTICLES % 7]
+    first = store.news_window(limit=3)
+    assert first == [store.news_get(i.id) for i in first]  # bodies are there by default
+    assert all(item.body.startswith("Text of ") for item in first)
+    assert all(item.body == "" for item in store.news_window(limit=3, bodies=False))
+    assert store.news_list("", None, ARTICLES) == [i._replace(body="") for p in pages for i in p]
+
+
+def test_a_feed_or_a_folder_pages_through_its_own_articles(store: SQLStorage) -> None:
+    ids = fill(store, ARTICLES)
+    world, local, tech, letters = (ids[spec.url] for spec in FEEDS)
+    for fid in (world, local, tech, letters):
+        shown = [i.id for page in every_page(store, 4, feed_id=fid) for i in page]
+        assert shown == [i.id for i in store.news_list("", fid, 1000)]
+        assert shown and len(shown) == len(set(shown)) == store.news_count("", fid)
+    news = {i.id for p in every_page(store, 5, category="News") for i in p}
+    world_and_local = {i.id for f in (world, local) for i in store.news_list("", f, 1000)}
+    assert news == world_and_local  # "News" covers "News/World", not "Newsletters"
+    only_world = {i.id for p in every_page(store, 5, category="News/World") for i in p}
+    assert only_world == {i.id for i in store.news_list("", world, 1000)}
+    assert store.news_window(category="New", limit=10) == []
+    assert store.news_window(feed_id=9999, limit=10) == []
+    # a story two feeds carried is on both feeds' pages, once each
+    both = store.news_feeds_of([i.id for i in store.news_window(limit=ARTICLES)])
+    shared = [news_id for news_id, feeds in both.items() if len(feeds) == 2]
+    assert shared and all(len(set(f[0] for f in both[n])) == 2 for n in shared)
+
+
+def test_an_article_linked_as_a_revision_is_its_feeds_too(store: SQLStorage) -> None:
+    """A feed that carried only a revision of an article (linked, never fetched) lists
+    the article: news_of_feed's rule, which news list --feed shows."""
+    ids = fill(store, 8)
+    tech = ids[FEEDS[2].url]
+    before = {i.id for i in store.news_window(feed_id=tech, limit=100)}
+    later = START.replace(day=20)
+    revised = Entry("https://site.example/story/0", "Story 0 (updated)", to_iso(later))
+    poll(store, tech, [revised], later)
+    extract_all(store, later)
+    shown = store.news_window(feed_id=tech, limit=100)
+    assert {i.id for i in shown} >= before
+    assert [i.id for i in shown] == [i.id for i in store.news_list("", tech, 100)]
+
+
+def test_a_page_after_an_unknown_article_says_so(store: SQLStorage) -> None:
+    fill(store, 5)
+    with pytest.raises(UnknownArticle, match="no article 123456"):
+        store.news_window(before=123456, limit=5)
+
+
+def test_articles_per_feed_and_day_of_fetching(store: SQLStorage) -> None:
+    ids = fill(store, ARTICLES)
+    per_day = store.news_per_day(to_iso(START))
+    counted: dict[int, int] = {}
+    for fid, day, n in per_day:
+        assert day == START.strftime("%Y-%m-%d")  # an hour of articles: one day
+        counted[fid] = counted.get(fid, 0) + n
+    assert counted == {fid: store.news_count("", fid) for fid in ids.values()}
+    assert store.news_per_day("2099-01-01T00:00:00Z") == []
+
+
+def test_articles_the_card_holds_after_a_save_keep_their_place(tmp_path: Path) -> None:
+    path = tmp_path / "feedsync.db"
+    with SQLiteStorage.open(path) as store:
+        fill(store, ARTICLES)
+        before = [[i.id for i in p] for p in every_page(store, 9)]
+        store.save(force=True)
+        later = START.replace(day=2)
+        poll(store, 1, [Entry("https://site.example/late", "Late", to_iso(later))], later)
+        extract_all(store, later)
+        after = [i.id for p in every_page(store, 9) for i in p]
+    assert after[1:] == [i for p in before for i in p]  # the newest is the new one
+    live = sqlite3_count(path.with_name("feedsync-live.db"))
+    assert live < ARTICLES  # most were read from the card
+
+
+def sqlite3_count(live: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(live)
+    try:
+        return int(conn.execute("SELECT count(*) FROM news").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def steps_of(store: SQLiteStorage, read: Callable[[], object]) -> int:
+    """The SQLite virtual machine's steps (in hundreds) a read costs: its work, whatever
+    else loads the machine."""
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0
+
+    store._conn.set_progress_handler(tick, 100)
+    try:
+        read()
+    finally:
+        store._conn.set_progress_handler(None, 100)
+    return count[0]
+
+
+def page_costs(folder: Path, grown: int) -> dict[str, int]:
+    path = folder / "feedsync.db"
+    with SQLiteStorage.open(path) as store:
+        ids = fill(store, 400)
+    grow(path.with_name("feedsync-live.db"), grown)
+    with SQLiteStorage.open(path) as store:
+        store.save(force=True)
+        assert store.counts()["articles"] == 400 * grown
+        world = ids[FEEDS[0].url]
+        last = store.news_window(limit=50)[-1].id
+        return {
+            "all": steps_of(store, lambda: store.news_window(limit=50)),
+            "feed": steps_of(store, lambda: store.news_window(feed_id=world, limit=50)),
+            "folder": steps_of(store, lambda: store.news_window(category="News", limit=50)),
+            "next": steps_of(store, lambda: store.news_window(before=last, limit=50)),
+        }
+
+
+def test_a_page_costs_the_same_in_a_database_ten_times_as_big(tmp_path: Path) -> None:
+    """The same newest 400 articles, alone or with 3,600 older ones on the card: each
+    kind of page (all, a feed, a folder, the next page) reads as many rows. Counted in
+    the engine's steps, never in time; a page that read the whole table would cost 10x."""
+    (tmp_path / "small").mkdir()
+    (tmp_path / "big").mkdir()
+    small = page_costs(tmp_path / "small", 1)
+    big = page_costs(tmp_path / "big", 10)
+    for what in small:
+        assert big[what] <= 1.5 * small[what] + 5, (what, small, big)
