@@ -30,10 +30,6 @@ class UsageError(Exception):
     """A bad argument; printed as one line, exit 2."""
 
 
-# news --state: the user's names of news_summary.state (records.STATE_NAMES)
-ENTRY_STATES = {"pending": "new", "failed": "failed", "given-up": "gone"}
-
-
 def notice(message: str) -> None:
     print(f"feedsync: {message}", file=sys.stderr, flush=True)
 

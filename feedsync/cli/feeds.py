@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from feedsync.records import FeedHealth
     from feedsync.storage import Storage
 from feedsync.cli.common import EXIT_OK, UsageError, atomic_text, feed_ref, open_storage
+from feedsync.health import articles_line, feed_health_line
 
 
 def _user_feed_url(url: str) -> str:
@@ -130,37 +131,6 @@ def cmd_remove(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"no such feed: {url} (see 'feedsync feeds')")
     print(f"removed {url} (its articles are kept)")
     return EXIT_OK
-
-
-def feed_health_line(feed: FeedHealth, failing_after: int) -> str:
-    """ok / not polled yet / retrying / FAILING / DISABLED, with the reason; a feed
-    that polls fine while none of its articles arrives is not "ok": ARTICLES FAILING."""
-    if not feed.enabled:
-        return f"DISABLED: {feed.disabled_reason}"
-    if feed.error_count >= failing_after:
-        return f"FAILING ({feed.error_count} in a row): {feed.last_error}"
-    if feed.error_count:
-        return f"retrying ({feed.error_count} failed in a row): {feed.last_error}"
-    if feed.articles_in_trouble:
-        return "ARTICLES FAILING: " + (articles_line(feed) or "")
-    if feed.last_poll_at is None:
-        return "not polled yet"
-    return "ok"
-
-
-def articles_line(feed: FeedHealth) -> str | None:
-    """ "20 failing; this week none extracted: cannot resolve 10e.org", "this week 2
-    given up, 14 extracted: ..."; None when none of its articles fails."""
-    if not (feed.articles_failing or feed.articles_given_up_week):
-        return None
-    week = [f"{feed.articles_given_up_week} given up"] if feed.articles_given_up_week else []
-    week.append(f"{feed.articles_extracted_week or 'none'} extracted")
-    line = f"this week {', '.join(week)}"
-    if feed.articles_failing:
-        line = f"{feed.articles_failing} failing; {line}"
-    if feed.articles_last_error:
-        line += f": {feed.articles_last_error}"
-    return line
 
 
 def _is_failing(feed: FeedHealth, failing_after: int) -> bool:

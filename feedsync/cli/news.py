@@ -11,13 +11,13 @@ if TYPE_CHECKING:
     from feedsync.records import NewsItem, SearchHit, StagedEntry
     from feedsync.storage import Storage
 from feedsync.cli.common import (
-    ENTRY_STATES,
     EXIT_OK,
     UsageError,
     atomic_text,
     feed_ref,
     open_storage,
 )
+from feedsync.health import ENTRY_STATES, entry_state_line
 
 
 def _article_ref(storage: Storage, ref: str) -> NewsItem:
@@ -129,21 +129,6 @@ def _entry_json(entry: StagedEntry) -> dict[str, Any]:
         "last_error": entry.last_error,
         "feeds": [{"id": i, "url": u, "title": ti} for i, u, ti in entry.feeds],
     }
-
-
-def entry_state_line(entry: StagedEntry, max_attempts: int) -> str:
-    """Where an article that is not there stands: "failed 3 times (of 5), next try
-    2026-11-23 14:05Z", "given up after 5 attempts", "not fetched yet"."""
-    from feedsync import terminal as t
-
-    if entry.state == "gone":
-        return f"given up after {t.plural(entry.attempts, 'attempt')}: not tried again"
-    if entry.state == "failed":
-        return (
-            f"failed {t.plural(entry.attempts, 'time')} (of {max_attempts}), next try "
-            f"{t.short_time(entry.next_attempt_at, 'with the next run')}"
-        )
-    return "not fetched yet: with the next run or daemon tick"
 
 
 def _print_entries(args: argparse.Namespace, config: Config, entries: list[StagedEntry]) -> int:

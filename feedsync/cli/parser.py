@@ -13,8 +13,9 @@ from feedsync import __version__
 
 if TYPE_CHECKING:
     pass
-from feedsync.cli.common import ENTRY_STATES, EXIT_USAGE
+from feedsync.cli.common import EXIT_USAGE
 from feedsync.config import NO_PROXY_NOTE
+from feedsync.health import ENTRY_STATES
 
 
 class _Parser(argparse.ArgumentParser):

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from feedsync import __version__, timestamps
 from feedsync import terminal as t
+from feedsync.health import ENTRY_STATES, articles_line, entry_state_line, feed_health_line
 from feedsync.serve import chart, web
 from feedsync.serve.style import STYLE
 from feedsync.storage_errors import UnknownArticle
@@ -373,7 +374,6 @@ class Pages:
     def _health(self, feed: FeedHealth) -> tuple[str, str]:
         """(class, line): ok, warn (retrying, not polled yet) or bad (failing, disabled,
         articles failing), with ``feedsync feeds``' line."""
-        from feedsync.cli.feeds import feed_health_line
 
         line = feed_health_line(feed, self.failing_after)
         if line == "ok":
@@ -382,7 +382,6 @@ class Pages:
         return ("bad" if bad else "warn"), line
 
     def _feed_section(self, feed: FeedHealth, week: int, request: web.Request) -> str:
-        from feedsync.cli.feeds import articles_line
 
         kind, health = self._health(feed)
         title = feed.title or t.NO_TITLE
@@ -470,7 +469,6 @@ class Pages:
         return _page(request, parts, "Failed articles", "".join(main), here="/failed")
 
     def _entry(self, entry: StagedEntry) -> str:
-        from feedsync.cli.news import entry_state_line
 
         feeds = ", ".join(
             f'<a href="/feeds#feed-{i}">{esc(title or url)}</a>' for i, url, title in entry.feeds
@@ -562,7 +560,6 @@ def _article(item: NewsItem, feeds: Sequence[tuple[int, str, str | None]]) -> st
 def _not_there(storage: Storage) -> str:
     """Where the news is empty: the articles that are not there, so "no articles yet"
     never hides 20 failing ones (as ``feedsync news`` says it)."""
-    from feedsync.cli.common import ENTRY_STATES
 
     found = []
     for name, state in ENTRY_STATES.items():
