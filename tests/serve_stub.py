@@ -7,7 +7,8 @@ rule and the command to what a user sees, whatever the pages and feeds render.
 Before feedsync.serve.routes is imported, ``feedsync.serve.pages`` and
 ``feedsync.serve.syndication`` are this file's modules (sys.modules), so the real route
 table, server, access check and command run with handlers that say plainly what they
-saw: the articles the storage holds, the request's token, its query.
+saw: the articles the storage holds, the request's token, its query. Their shape is the
+handler modules': ``pages.Pages(config)``'s methods, ``syndication``'s functions.
 """
 
 from __future__ import annotations
@@ -88,19 +89,24 @@ def opml(storage: Storage, request: Request) -> Response:
     return Response(200, "text/x-opml", body.encode())
 
 
+class Pages:
+    """serve-pages' shape: the page handlers as methods of one object made from the
+    config (here: this file's functions)."""
+
+    def __init__(self, config: object) -> None:
+        self.news_page = news_page
+        self.search_page = search_page
+        self.article_page = article_page
+        self.feeds_page = feeds_page
+        self.failed_page = failed_page
+        self.status_page = status_page
+        self.stylesheet = stylesheet
+
+
 def _install() -> None:
     here = sys.modules[__name__]
     pages = types.ModuleType("feedsync.serve.pages")
-    for name in (
-        "news_page",
-        "search_page",
-        "article_page",
-        "feeds_page",
-        "failed_page",
-        "status_page",
-        "stylesheet",
-    ):
-        setattr(pages, name, getattr(here, name))
+    pages.Pages = Pages  # type: ignore[attr-defined]
     syndication = types.ModuleType("feedsync.serve.syndication")
     for name in ("feed_atom", "feed_json", "opml"):
         setattr(syndication, name, getattr(here, name))

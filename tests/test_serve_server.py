@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import sitegen
-from conftest import NOW, FeedsyncEnv, Site, cli_env
+from conftest import BACKENDS, NOW, FeedsyncEnv, Site, cli_env
 
 STUB = Path(__file__).resolve().parent / "serve_stub.py"
 CSP = (
@@ -98,6 +98,7 @@ def body_of(answer: bytes) -> bytes:
     return answer.partition(b"\r\n\r\n")[2]
 
 
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_serves_what_the_storage_holds_with_the_safety_headers(fs: FeedsyncEnv, site: Site) -> None:
     items = [
         sitegen.Item("Harbour ferry timetable changes", site.page("ferry"), NOW),
@@ -314,3 +315,34 @@ def test_socket_activated_it_serves_then_exits_when_idle(fs: FeedsyncEnv) -> Non
     assert proc.returncode == 0, err
     assert f"serving {base}/" in out
     assert "no request for 1s: exiting" in err
+
+
+def test_serving_writes_nothing(fs: FeedsyncEnv) -> None:
+    # a feed in the config that no command has brought in yet: serve reads the database
+    # as it is, it does not add the feed (every other command would)
+    fs.configure(["https://example.com/feed.xml"])
+    running = Serving(fs, "serve", "--listen", "127.0.0.1:0").started()
+    try:
+        assert "feeds: 0" in httpx.get(f"{running.base}/feeds", timeout=30).text
+    finally:
+        running.stop()
+    assert fs.scalar("SELECT count(*) FROM feeds") == 0
+
+
+def test_a_missing_handler_module_is_an_error_at_the_start(fs: FeedsyncEnv) -> None:
+    fs.configure()
+    code = (
+        "import sys; sys.modules['feedsync.serve.syndication'] = None\n"
+        "from feedsync.cli import entry; sys.argv[0] = 'feedsync'; entry()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--config", str(fs.config_path), "serve"],
+        capture_output=True,
+        text=True,
+        env={**cli_env(fs.root / "home"), "PYTHONPATH": str(STUB.parents[1])},
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""  # it never said it was serving
+    assert done.stderr.count("\n") == 1
+    assert "feedsync.serve.syndication" in done.stderr

@@ -19,7 +19,7 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     # the handlers first: a missing handler module is an ImportError at the start
     from feedsync.serve import routes
 
-    return serve(config, args.listen, routes.route, debug=args.debug)
+    return serve(config, args.listen, routes.router(config), debug=args.debug)
 
 
 def _shown_host(label: str) -> str:
@@ -40,7 +40,10 @@ def serve(config: Config, listen: tuple[str, int] | None, router: Router, *, deb
     from feedsync.serve import access, server
 
     logs.setup(logging.DEBUG if debug else logging.INFO)
-    activated = server.systemd_socket()
+    try:
+        activated = server.systemd_socket()
+    except OSError as exc:
+        raise ConfigError(str(exc)) from None
     address = listen or config.serve.listen
     if activated is not None:
         host = activated.getsockname()[0]

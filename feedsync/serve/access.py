@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from feedsync import values
 from feedsync.serve.web import Response, text
@@ -151,7 +151,7 @@ def check(
             return Verdict(text(403, "403 wrong token"), None)
         if page:
             rest = {k: v for k, v in query.items() if k != "token"}
-            target = path + (f"?{urlencode(rest)}" if rest else "")
+            target = quote(path) + (f"?{urlencode(rest)}" if rest else "")
             cookie = (
                 f"{COOKIE}={rule.token}; Path=/; Max-Age={COOKIE_MAX_AGE}; HttpOnly; "
                 "SameSite=Strict"

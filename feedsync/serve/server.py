@@ -100,8 +100,12 @@ def systemd_socket(environ: Mapping[str, str] = os.environ) -> socket.socket | N
     for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(name, None)
     sock = socket.socket(fileno=3)
-    if sock.type != socket.SOCK_STREAM:
-        raise OSError("the socket systemd passed is not a stream socket (ListenStream=)")
+    if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        sock.detach()
+        raise OSError(
+            "the socket systemd passed is not a TCP one: ListenStream= must be an IP "
+            "address and a port (127.0.0.1:8470)"
+        )
     return sock
 
 
@@ -177,9 +181,10 @@ class Server:
         if full:
             with contextlib.suppress(OSError):
                 conn.settimeout(1.0)
+                extra = "".join(f"{name}: {value}\r\n" for name, value in SECURITY_HEADERS)
                 conn.sendall(
                     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Connection: close\r\nRetry-After: 5\r\n\r\n"
+                    b"Connection: close\r\nRetry-After: 5\r\n" + extra.encode() + b"\r\n"
                 )
             conn.close()
             return
