@@ -3,7 +3,8 @@
 #
 #   sudo ./install.sh               the system service: user `feedsync`, a venv in
 #                                   /opt/feedsync, /etc/feedsync/feedsync.toml (never
-#                                   overwritten), the systemd unit, enabled and started;
+#                                   overwritten), the systemd unit, enabled and started
+#                                   (and feedsync serve's socket and service, NOT enabled);
 #                                   where systemd is not running, a cron job instead.
 #                                   Run again, it upgrades what is installed, as it is
 #   sudo ./install.sh --cron        system-wide, run from /etc/cron.d instead of the service
@@ -362,6 +363,10 @@ sys_venv="$root/opt/feedsync/venv"
 sys_config="$root/etc/feedsync/feedsync.toml"
 sys_unit="$root/etc/systemd/system/feedsync.service"
 sys_wants="$root/etc/systemd/system/multi-user.target.wants/feedsync.service"
+# feedsync serve's socket and service: installed with the unit, never enabled or started
+# (README: "Reading it from a browser or a feed reader")
+sys_web_units=("$root/etc/systemd/system/feedsync-web.socket" "$root/etc/systemd/system/feedsync-web.service")
+sys_web_wants="$root/etc/systemd/system/sockets.target.wants/feedsync-web.socket"
 sys_cron="$root/etc/cron.d/feedsync"
 sys_wrapper="$root/usr/local/bin/feedsync"
 
@@ -475,6 +480,9 @@ install_system_unit() {
     step="installing the unit $sys_unit"
     mkdir -p "$(dirname "$sys_unit")"
     install -m 0644 "$here/systemd/feedsync.service" "$sys_unit"
+    step="installing feedsync serve's units (disabled) ${sys_web_units[*]}"
+    install -m 0644 "$here/systemd/feedsync-web.socket" "${sys_web_units[0]}"
+    install -m 0644 "$here/systemd/feedsync-web.service" "${sys_web_units[1]}"
     local reload="edit /etc/feedsync/feedsync.toml, then: sudo systemctl reload feedsync"
     if [ "$booted" -eq 1 ]; then
         step="loading the unit (systemctl daemon-reload)"
@@ -567,8 +575,19 @@ remove_system_unit() {
         # no running systemd, nothing runs the unit: disable only unlinks it
         systemctl disable feedsync.service || say "systemctl disable failed (above): removing its link by hand"
     fi
+    if [ -L "$sys_web_wants" ]; then
+        # the owner turned feedsync serve on: off with the service it reads
+        if [ -n "$root" ]; then
+            say "(--root) skipped: systemctl disable --now feedsync-web.socket feedsync-web.service"
+        elif [ "$booted" -eq 1 ]; then
+            systemctl disable --now feedsync-web.socket feedsync-web.service ||
+                say "systemctl disable failed (above): removing its link by hand"
+        elif command -v systemctl >/dev/null 2>&1; then
+            systemctl disable feedsync-web.socket || say "systemctl disable failed (above): removing its link by hand"
+        fi
+    fi
     step="removing the unit $sys_unit"
-    rm -f "$sys_unit" "$sys_wants"
+    rm -f "$sys_unit" "$sys_wants" "${sys_web_units[@]}" "$sys_web_wants"
     if [ "$booted" -eq 1 ]; then
         systemctl daemon-reload ||
             say "systemctl daemon-reload failed (above): the unit file is gone, systemd forgets it at its next reload"

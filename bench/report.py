@@ -68,21 +68,23 @@ def verdict(row: Row) -> str:
 
 def analysis_sections() -> dict[int, str]:
     """Scenario number -> its hand-written paragraph(s), from bench/analysis.md; 0 -> the
-    text before the first scenario (about the whole run), without the file's title."""
+    text before the first scenario (about the whole run), without the file's title. A
+    section whose heading is not a scenario's number (a choice measured by a driver of its
+    own, such as feedsync serve's HTTP server) is not a scenario's: left out."""
     if not ANALYSIS.exists():
         return {}
     sections: dict[int, str] = {}
     current = 0
     lines: list[str] = []
     for line in ANALYSIS.read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"^## (\d+)\b", line)
+        heading = re.match(r"^## (\d+)?", line)
         if heading:
             sections[current] = "\n".join(lines).strip()
-            current, lines = int(heading.group(1)), []
+            current, lines = int(heading.group(1) or -1), []
         elif not line.startswith("# "):
             lines.append(line)
     sections[current] = "\n".join(lines).strip()
-    return {number: text for number, text in sections.items() if text}
+    return {number: text for number, text in sections.items() if text and number >= 0}
 
 
 def write(

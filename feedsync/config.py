@@ -147,6 +147,26 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class ServeConfig:
+    """``feedsync serve`` (feedsync/serve/): where it listens and who may read."""
+
+    # an IP address and a port; anything but loopback needs lan = true and a token
+    listen: tuple[str, int] = _key(values.listen_address, ("127.0.0.1", 8470))
+    # allow a non-loopback listen address (the LAN): a deliberate second switch
+    lan: bool = _key(values.boolean, False)
+    # the secret readers on the LAN show (?token= or the page's cookie); token_file better
+    token: str | None = _key(values.token, None)
+    # a file holding it (not in a config others may read); read at the start
+    token_file: Path | None = _key(values.path, None)
+    # loopback peers read without the token; false behind a reverse proxy on this host
+    trust_loopback: bool = _key(values.boolean, True)
+    # socket-activated (systemd): exit after this long without a request
+    idle_exit: timedelta = _key(values.duration, timedelta(minutes=5))
+    # entries per feed document (Atom, JSON Feed) and per page
+    window: int = _key(values.positive_int, 50)
+
+
+@dataclass(frozen=True)
 class FeedConfig:
     url: str = _key(values.feed_url)
     # "url+title": no revision/duplicate heuristics for this feed
@@ -168,6 +188,7 @@ class Config:
     identity: IdentityConfig = field(default_factory=IdentityConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
     feeds: tuple[FeedConfig, ...] = ()
     source: Path | None = None  # the file this came from; None for built-in defaults
 
@@ -395,6 +416,11 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
             f"is {retention.tombstone_days}: it must be 0 (keep forever) or at least "
             "retention.news_days, or a pruned article could be fetched again",
         )
+    serve = ServeConfig(**sections["serve"])
+    if serve.token is not None and serve.token_file is not None:
+        raise fail("serve.token", "cannot be used with serve.token_file: keep one (the file)")
+    if serve.idle_exit < timedelta(seconds=1):
+        raise fail("serve.idle_exit", "must be at least 1s")
     daemon = DaemonConfig(**sections["daemon"])
     if daemon.tick < timedelta(seconds=1):
         raise fail("daemon.tick", "must be at least 1s")
@@ -407,6 +433,7 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         identity=IdentityConfig(**sections["identity"]),
         daemon=daemon,
         metrics=MetricsConfig(**sections["metrics"]),
+        serve=serve,
         feeds=tuple(feeds),
         source=source,
     )

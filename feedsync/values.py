@@ -158,3 +158,44 @@ def identity_mode(value: Any) -> str:
         expected = " or ".join(f'"{mode}"' for mode in MODES)
         raise ValueError(f"expected {expected}, got {value!r}")
     return str(value)
+
+
+#: a port of ``host:port``; "[v6]:port" for an IPv6 address
+_LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\]/]+)):(?P<port>\d{1,5})$")
+
+
+def listen_address(value: Any) -> tuple[str, int]:
+    """``[serve] listen`` and ``feedsync serve --listen``: "127.0.0.1:8470",
+    "[::1]:8470", "0.0.0.0:8470"; port 0 asks the system for a free one. An IP address,
+    not a name: which address a name resolves to decides who may connect (the LAN rule
+    of feedsync/serve/access.py), so it is written out."""
+    import ipaddress
+
+    found = _LISTEN.match(value.strip()) if isinstance(value, str) else None
+    host = (found.group("v6") or found.group("host")) if found else ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        found = None
+    if found is None or int(found.group("port")) > 65535:
+        raise ValueError(
+            f'expected an IP address and a port like "127.0.0.1:8470" or "[::1]:8470", '
+            f"got {value!r}"
+        )
+    return host, int(found.group("port"))
+
+
+_TOKEN = re.compile(r"^[A-Za-z0-9._~-]{16,}$")
+TOKEN_HINT = 'python3 -c "import secrets; print(secrets.token_urlsafe(24))"'
+
+
+def token(value: Any) -> str:
+    """``[serve] token``: the secret a reader on the LAN shows. At least 16 characters
+    that need no escaping in a URL or a cookie (a guessable token is no lock)."""
+    if not isinstance(value, str) or not _TOKEN.match(value.strip()):
+        length = len(value.strip()) if isinstance(value, str) else 0
+        raise ValueError(
+            f"expected at least 16 characters of A-Z a-z 0-9 . _ ~ - (got {length}; "
+            f"make one with {TOKEN_HINT})"
+        )
+    return value.strip()

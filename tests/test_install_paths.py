@@ -128,7 +128,7 @@ case $verb in
     show-environment) echo "HOME=$HOME" ;;
     daemon-reload)
         rm -f "$loaded"/*
-        for f in "$dir"/*.service; do [ ! -f "$f" ] || cp "$f" "$loaded/"; done
+        for f in "$dir"/*.service "$dir"/*.socket; do [ ! -f "$f" ] || cp "$f" "$loaded/"; done
         ;;
     start | restart) for u in "${units[@]}"; do start "$u" || exit; done ;;
     stop) for u in "${units[@]}"; do stop "$u" || exit; done ;;
@@ -308,6 +308,8 @@ def ok(done: subprocess.CompletedProcess[str]) -> str:
 SYSTEM_UNIT = "/etc/systemd/system/feedsync.service"
 SYSTEM_LINK = "/etc/systemd/system/multi-user.target.wants/feedsync.service"
 SYSTEM_CRON = "/etc/cron.d/feedsync"
+WEB_SOCKET = "/etc/systemd/system/feedsync-web.socket"
+WEB_SERVICE = "/etc/systemd/system/feedsync-web.service"
 
 
 # ---------------------------------------------------------------- the system service
@@ -337,6 +339,10 @@ def test_system_paths_with_systemd(tmp_path: Path) -> None:
     ]
     assert machine.enabled() == "enabled" and machine.active("feedsync.service")
     assert not machine.exists(SYSTEM_CRON)
+    # feedsync serve's socket and service come with it, disabled (the owner turns them on)
+    assert machine.exists(WEB_SOCKET) and machine.exists(WEB_SERVICE)
+    assert machine.enabled("feedsync-web.socket") == "disabled"
+    assert not machine.active("feedsync-web.socket")
     assert machine.mode("/etc/feedsync/feedsync.toml") == "640 root:feedsync"
     assert machine.mode("/var/lib/feedsync") == "700 feedsync:feedsync"
     # the command runs feedsync as the service's user, with the system config
@@ -425,16 +431,23 @@ def test_system_paths_with_systemd(tmp_path: Path) -> None:
     ]
     assert not machine.exists(SYSTEM_CRON) and machine.active("feedsync.service")
 
-    # --uninstall: the service stopped (it saves first), disabled and gone, systemd
-    # reloaded; config, data and user kept
+    # the owner turns feedsync serve on (README: enable --now; the stand-in systemd starts
+    # only units with an ExecStart=, so the link alone here)
+    ok(machine.sh("systemctl enable feedsync-web.socket"))
+    assert machine.enabled("feedsync-web.socket") == "enabled"
+
+    # --uninstall: the service stopped (it saves first), disabled and gone, feedsync
+    # serve's units with it, systemd reloaded; config, data and user kept
     out = ok(machine.install("--uninstall"))
     assert machine.new_calls() == [
         "is-active feedsync.service",
         "is-active --quiet feedsync.service",
         "stop feedsync.service",
         "disable feedsync.service",
+        "disable --now feedsync-web.socket feedsync-web.service",
         "daemon-reload",
     ]
+    assert not machine.exists(WEB_SOCKET) and not machine.active("feedsync-web.socket")
     assert "install.sh: stopping the service (it saves to the card database first)" in out
     assert out.splitlines()[-1] == (
         "install.sh: removed feedsync; kept the config (/etc/feedsync), the data "

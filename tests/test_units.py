@@ -68,3 +68,30 @@ def test_a_broken_unit_is_caught(tmp_path: Path) -> None:
     unit = tmp_path / "feedsync.service"
     unit.write_text(SERVICE.read_text().replace("Type=notify", "Type=notifyy"))
     assert "[failed]" in verify(unit) or "Failed to parse" in verify(unit)
+
+
+WEB_SERVICE = REPO / "systemd" / "feedsync-web.service"
+WEB_SOCKET = REPO / "systemd" / "feedsync-web.socket"
+
+
+def test_the_web_units_verify_and_are_hardened_as_the_service(tmp_path: Path) -> None:
+    # feedsync serve, socket-activated: at most the daemon's exposure (it has no network
+    # of its own: PrivateNetwork), the same user, and a socket on loopback only
+    assert exposure(WEB_SERVICE) <= exposure(SERVICE)
+    service = WEB_SERVICE.read_text()
+    for line in ("User=feedsync", "Group=feedsync", "PrivateNetwork=yes", "NoNewPrivileges=yes"):
+        assert line in service.splitlines()
+    hardening = {
+        line
+        for line in SERVICE.read_text().splitlines()
+        if re.match(r"^(Protect|Private|Restrict)", line)
+    }
+    assert hardening <= set(service.splitlines())
+    assert "ListenStream=127.0.0.1:8470" in WEB_SOCKET.read_text().splitlines()
+    (tmp_path / "feedsync-web.service").write_text(
+        service.replace("/opt/feedsync/venv/bin/feedsync", str(FEEDSYNC))
+    )
+    socket_unit = tmp_path / "feedsync-web.socket"
+    socket_unit.write_text(WEB_SOCKET.read_text())
+    assert verify(socket_unit) == ""
+    assert verify(tmp_path / "feedsync-web.service") == ""

@@ -13,10 +13,10 @@ Exit codes (a contract for cron and scripts, documented in README):
 
 The package is laid out by command group: ``parser`` (the grammar), ``service`` (run,
 daemon), ``feeds`` (add, remove, feeds, OPML), ``news`` (news, show, search, export),
-``admin`` (status, save, restore, migrate), and ``common`` (what they share). Imports
-stay light: only the group of the command given is imported, and what a command needs
-when it runs, so ``feedsync run`` from cron with nothing new never loads trafilatura or
-rich.
+``admin`` (status, save, restore, migrate), ``serve`` (serve), and ``common`` (what they
+share). Imports stay light: only the group of the command given is imported, and what a
+command needs when it runs, so ``feedsync run`` from cron with nothing new never loads
+trafilatura or rich.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from feedsync.cli.parser import build_parser, dashed_words_as_query, not_utf8, u
 COMMANDS = {
     "run": ("service", "cmd_run"),
     "daemon": ("service", "cmd_daemon"),
+    "serve": ("serve", "cmd_serve"),
     "add": ("feeds", "cmd_add"),
     "remove": ("feeds", "cmd_remove"),
     "feeds": ("feeds", "cmd_feeds"),

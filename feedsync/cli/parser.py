@@ -52,6 +52,15 @@ def _limit(text: str) -> int:
     return int(text)
 
 
+def _listen(text: str) -> tuple[str, int]:
+    from feedsync.values import listen_address
+
+    try:
+        return listen_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _limit_options(parser: _Parser, what: str) -> None:
     """``--limit N`` and ``--all`` (the same as ``--limit 0``), the same on every
     command that lists: a list that is cut says so, and how to see it all."""
@@ -189,6 +198,22 @@ def build_parser() -> _Parser:
         "Run until stopped (SIGTERM): poll each feed when it is due, extract the new "
         "articles, save to the card database every save_interval and at the stop, "
         "prune daily. For systemd (Type=notify, watchdog) or a terminal.",
+    )
+    serve = command(
+        "serve",
+        "serve the articles: full-text feeds (Atom, JSON, OPML) and read-only pages",
+        "Serve what feedsync keeps over HTTP, reading only: full-text Atom and JSON "
+        "feeds of every feed, category and all of them, an OPML for a reader app, and "
+        "read-only pages (news, search, feeds, status). On 127.0.0.1:8470 unless "
+        "[serve] listen says otherwise; the LAN needs [serve] lan = true and a token. "
+        "Runs until stopped (SIGTERM, Ctrl-C); started by systemd's socket, until idle.",
+    )
+    serve.add_argument(
+        "--listen",
+        type=_listen,
+        metavar="ADDR",
+        help='where to listen, "127.0.0.1:8470" or "[::1]:8470" (port 0: any free one); '
+        "default: [serve] listen",
     )
 
     add = command(
