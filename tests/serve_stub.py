@@ -72,13 +72,13 @@ def stylesheet(storage: Storage, request: Request) -> Response:
     return conditional(request, etag_of("css"), None, "text/css", lambda: b"body{}\n")
 
 
-def feed_atom(storage: Storage, request: Request) -> Response:
+def feed_atom(storage: Storage, request: Request, window: int = 50) -> Response:
     link = request.link(request.path)
     body = f'<feed xmlns="http://www.w3.org/2005/Atom"><link rel="self" href="{link}"/></feed>'
     return Response(200, "application/atom+xml", body.encode())
 
 
-def feed_json(storage: Storage, request: Request) -> Response:
+def feed_json(storage: Storage, request: Request, window: int = 50) -> Response:
     return Response(
         200, "application/feed+json", b'{"version": "https://jsonfeed.org/version/1.1"}'
     )

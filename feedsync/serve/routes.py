@@ -11,6 +11,7 @@ A handler gets the whole path and reads its parameters from it (``/article/12``,
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,9 @@ _FEEDS = r"/feeds/(?:all|\d{1,18}|category/[^/]+(?:/[^/]+)*)"
 def router(config: Config) -> Router:
     """The route of a decoded path (None: no such page, a 404), for this config."""
     page = pages.Pages(config)
+    window = config.serve.window
+    atom = functools.partial(syndication.feed_atom, window=window)
+    json_feed = functools.partial(syndication.feed_json, window=window)
     # (pattern of the whole path, handler, page?), in web.py's order
     table: tuple[tuple[str, Handler, bool], ...] = (
         (r"/", page.news_page, True),
@@ -37,8 +41,8 @@ def router(config: Config) -> Router:
         (r"/failed", page.failed_page, True),
         (r"/status", page.status_page, True),
         (r"/style\.css", page.stylesheet, False),
-        (_FEEDS + r"\.atom", syndication.feed_atom, False),
-        (_FEEDS + r"\.json", syndication.feed_json, False),
+        (_FEEDS + r"\.atom", atom, False),
+        (_FEEDS + r"\.json", json_feed, False),
         (r"/feeds\.opml", syndication.opml, False),
     )
     compiled = [(re.compile(pattern), handler, is_page) for pattern, handler, is_page in table]

@@ -337,27 +337,3 @@ def opml(storage: Storage, request: web.Request) -> web.Response:
         [(f.id, f.url, f.title, f.category) for f in feeds],
     )
     return web.conditional(request, etag, None, OPML_TYPE, lambda: render_opml(request, feeds))
-
-
-def route(path: str) -> web.Handler | None:
-    """The handler of a ``/feeds...`` path (None: not one of these)."""
-    if path == "/feeds.opml":
-        return opml
-    if path.startswith("/feeds/") and path.endswith(".atom"):
-        return feed_atom
-    if path.startswith("/feeds/") and path.endswith(".json"):
-        return feed_json
-    return None
-
-
-#: (path pattern, handler) of what this module serves; ``<id>``, ``<folder>``: the
-#: handler reads them from the path itself (a folder may hold ``/``)
-ROUTES: list[tuple[str, web.Handler]] = [
-    ("/feeds.opml", opml),
-    ("/feeds/all.atom", feed_atom),
-    ("/feeds/all.json", feed_json),
-    ("/feeds/<id>.atom", feed_atom),
-    ("/feeds/<id>.json", feed_json),
-    ("/feeds/category/<folder>.atom", feed_atom),
-    ("/feeds/category/<folder>.json", feed_json),
-]
