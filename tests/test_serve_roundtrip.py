@@ -123,12 +123,15 @@ def fill_awkward(fs: FeedsyncEnv) -> int:
 
 class Serving:
     """The real ``feedsync serve --listen 127.0.0.1:0``: its base URL from the line it
-    prints; SIGTERM to stop it."""
+    prints; SIGTERM to stop it. Its stderr is read all along (a log line per request
+    must never fill the pipe and stall the server) and shown when it fails."""
 
     def __init__(self, fs: FeedsyncEnv) -> None:
         self.proc = fs.start("serve", "--listen", "127.0.0.1:0")
         self.lines: queue.Queue[str] = queue.Queue()
+        self.errors: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_errors, daemon=True).start()
         self.base = self._wait_for_url(60)
 
     def _read(self) -> None:
@@ -136,6 +139,10 @@ class Serving:
         for line in self.proc.stdout:
             self.lines.put(line)
         self.lines.put("")
+
+    def _read_errors(self) -> None:
+        assert self.proc.stderr is not None
+        self.errors.extend(self.proc.stderr)
 
     def _wait_for_url(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
@@ -152,7 +159,9 @@ class Serving:
             if found:
                 return found.group(1)
         self.stop()
-        raise AssertionError(f"feedsync serve did not say where it serves: {seen!r}")
+        raise AssertionError(
+            f"feedsync serve did not say where it serves: {seen!r}\n{''.join(self.errors)}"
+        )
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc.poll() is None:
@@ -162,7 +171,9 @@ class Serving:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
-            raise AssertionError(f"feedsync serve not stopped by SIGTERM in {timeout}s") from None
+            raise AssertionError(
+                f"feedsync serve not stopped by SIGTERM in {timeout}s: {''.join(self.errors)}"
+            ) from None
         return self.proc.returncode
 
 
@@ -176,7 +187,7 @@ def served(fs: FeedsyncEnv) -> Iterator[tuple[Serving, int]]:
     try:
         yield running, feed_id
     finally:
-        assert running.stop() == 0
+        assert running.stop() == 0, "".join(running.errors)
 
 
 def pages(base: str, path: str) -> list[str]:
