@@ -74,4 +74,7 @@ export FEEDSYNC_FEEDPARSER_CORPUS_REQUIRED=1
 # the round trip of feedsync serve's feeds through reader needs the bench's venv (pip from
 # PyPI, tests/test_serve_roundtrip.py): here, not being able to make it fails
 export FEEDSYNC_READER_REQUIRED=1
+# the web page's tests in a real browser: here, where tests/run.sh installed it, not having
+# Chromium fails (tests/test_serve_browser.py)
+export FEEDSYNC_BROWSER_REQUIRED=1
 exec .venv/bin/python -m pytest "$@"
