@@ -26,13 +26,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -43,6 +38,7 @@ import httpx
 import pytest
 from conftest import BACKENDS, FeedsyncEnv, cli_env
 from servedb import FEEDS, START, extract_all, fill, poll
+from serving import Serving
 
 from feedsync.records import Entry
 from feedsync.storage.base import SQLStorage
@@ -121,73 +117,18 @@ def fill_awkward(fs: FeedsyncEnv) -> int:
         store.close()
 
 
-class Serving:
-    """The real ``feedsync serve --listen 127.0.0.1:0``: its base URL from the line it
-    prints; SIGTERM to stop it. Its stderr is read all along (a log line per request
-    must never fill the pipe and stall the server) and shown when it fails."""
-
-    def __init__(self, fs: FeedsyncEnv) -> None:
-        self.proc = fs.start("serve", "--listen", "127.0.0.1:0")
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.errors: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_errors, daemon=True).start()
-        self.base = self._wait_for_url(60)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put("")
-
-    def _read_errors(self) -> None:
-        assert self.proc.stderr is not None
-        self.errors.extend(self.proc.stderr)
-
-    def _wait_for_url(self, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        seen = ""
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                break
-            seen += line
-            if not line:
-                break
-            found = re.match(r"feedsync: serving (http://\S+?)/[;?]", line)
-            if found:
-                return found.group(1)
-        self.stop()
-        raise AssertionError(
-            f"feedsync serve did not say where it serves: {seen!r}\n{''.join(self.errors)}"
-        )
-
-    def stop(self, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-            raise AssertionError(
-                f"feedsync serve not stopped by SIGTERM in {timeout}s: {''.join(self.errors)}"
-            ) from None
-        return self.proc.returncode
-
-
 @pytest.fixture
 def served(fs: FeedsyncEnv) -> Iterator[tuple[Serving, int]]:
     """A filled database behind a running ``feedsync serve`` that asks for a token even on
     loopback, as a reader on the LAN meets it (its URLs carry the token)."""
     fs.configure(serve={"window": WINDOW, "token": TOKEN, "trust_loopback": False})
     feed_id = fill_awkward(fs)
-    running = Serving(fs)
+    running = Serving(fs, "serve", "--listen", "127.0.0.1:0", stub=False).started()
     try:
         yield running, feed_id
     finally:
-        assert running.stop() == 0, "".join(running.errors)
+        code, errors = running.stop()
+        assert code == 0, errors
 
 
 def pages(base: str, path: str) -> list[str]:
