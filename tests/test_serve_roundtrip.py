@@ -221,6 +221,8 @@ def test_reader_reads_back_what_export_gives(
         for url in urls:
             assert_as_exported(running.base, read[url]["entries"], rows)
 
+    # all of them: exactly the articles export gives, each once
+    assert sorted(e["link"] for url in everything for e in read[url]["entries"]) == sorted(rows)
     # the awkward ones came through whole, once in each document that carries them
     links = [e["link"] for url in everything + one_feed for e in read[url]["entries"]]
     assert all(links.count(link) == 2 for link in AWKWARD)
