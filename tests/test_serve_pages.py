@@ -18,7 +18,8 @@ from conftest import BACKENDS, FeedsyncEnv
 from pageworld import HOSTILE_TITLES, NOW, World
 
 from feedsync.serve import chart, web
-from feedsync.serve.pages import PER_PAGE, Pages, esc, href, marked
+from feedsync.serve.markup import esc, href, marked
+from feedsync.serve.pages import PER_PAGE, Pages
 from feedsync.storage import Storage, open_storage
 
 
