@@ -171,6 +171,93 @@ def test_keep_alive_and_a_get_with_a_body(serving: Serving) -> None:
     assert b"Connection: close" in smuggled
 
 
+def _connect(base: str) -> socket.socket:
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    return socket.create_connection((host.strip("[]"), int(port)), timeout=30)
+
+
+def _answer_on(sock: socket.socket) -> bytes:
+    """One whole answer read off a kept-alive connection (its head and its body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+def test_a_connection_past_the_32nd_is_refused_with_503_and_the_server_goes_on(
+    serving: Serving,
+) -> None:
+    """A client (or 33 phones) holding every connection slot gets the next one a 503
+    with Retry-After, never a hung socket; once they let go, the page answers again."""
+    held = []
+    try:
+        for _ in range(32):  # each one answered, then kept alive: a slot held
+            sock = _connect(serving.base)
+            sock.sendall(b"GET /style.css HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _answer_on(sock).startswith(b"HTTP/1.1 200 ")
+            held.append(sock)
+        answer = raw(serving.base, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b"Retry-After: 5" in answer
+        assert f"Content-Security-Policy: {CSP}".encode() in answer
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + 30  # the slots come back as the server sees the closes
+    while True:
+        answer = raw(serving.base, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        if answer.startswith(b"HTTP/1.1 200 ") or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_head_trickled_a_line_at_a_time_is_cut_off(serving: Serving) -> None:
+    """A client sending its request's head slowly (a header every half second, forever)
+    holds its connection about HEAD_TIMEOUT (10 s), not as long as it likes; it gets no
+    answer, and others are served meanwhile."""
+    sock = _connect(serving.base)
+    sock.settimeout(0.5)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    got = b""
+    closed = False
+    served_meanwhile = False
+    while time.monotonic() - started < 40 and not closed:
+        try:
+            sock.sendall(b"X-Slow: " + b"a" * 8 + b"\r\n")
+        except OSError:
+            closed = True  # reset by the server
+            break
+        try:
+            chunk = sock.recv(65536)
+            got += chunk
+            closed = not chunk
+        except TimeoutError:
+            pass
+        except OSError:
+            closed = True
+        if not served_meanwhile:
+            served_meanwhile = httpx.get(f"{serving.base}/", timeout=30).status_code == 200
+    held = time.monotonic() - started
+    sock.close()
+    assert closed, "the trickling client still held its connection after 40 s"
+    assert got == b""  # no answer to a head that never ended
+    assert 9 < held < 40
+    assert served_meanwhile
+
+
 def test_sigterm_stops_it_in_seconds(serving: Serving) -> None:
     assert httpx.get(f"{serving.base}/", timeout=30).status_code == 200
     started = time.monotonic()

@@ -64,6 +64,8 @@ SEND_TIMEOUT = 60.0  # seconds a client may take to take an answer
 #: for this long, so the client reads the refusal instead of a reset connection
 LINGER_BYTES = 32 * 1024 * 1024
 LINGER_SECONDS = 3.0
+#: a refused connection's request is awaited this long (the accept loop waits with it)
+REFUSE_SECONDS = 0.2
 
 #: on every answer (the pages need nothing else: no script, no frame, no foreign source)
 SECURITY_HEADERS = (
@@ -179,19 +181,33 @@ class Server:
             if not full:
                 self._connections += 1
         if full:
-            with contextlib.suppress(OSError):
-                conn.settimeout(1.0)
-                extra = "".join(f"{name}: {value}\r\n" for name, value in SECURITY_HEADERS)
-                conn.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Connection: close\r\nRetry-After: 5\r\n" + extra.encode() + b"\r\n"
-                )
-            conn.close()
+            self._refuse(conn)
             return
         thread = threading.Thread(
             target=self._connection, args=(conn, str(peer[0])), daemon=True, name="serve"
         )
         thread.start()
+
+    @staticmethod
+    def _refuse(conn: socket.socket) -> None:
+        """A 503 to a connection past :data:`MAX_CONNECTIONS`. The request the client sent
+        on connecting is read and dropped (for REFUSE_SECONDS at most) before the close:
+        closing a socket with unread bytes resets the connection, and the client would
+        see the reset instead of the 503 and its Retry-After."""
+        with contextlib.suppress(OSError):
+            conn.settimeout(1.0)
+            extra = "".join(f"{name}: {value}\r\n" for name, value in SECURITY_HEADERS)
+            conn.sendall(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                b"Connection: close\r\nRetry-After: 5\r\n" + extra.encode() + b"\r\n"
+            )
+            conn.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + REFUSE_SECONDS
+            while (left := deadline - time.monotonic()) > 0:
+                conn.settimeout(left)
+                if not conn.recv(MAX_HEAD):
+                    break
+        conn.close()
 
     def close(self) -> None:
         """After :meth:`run`: the socket closed, the storage closed once no handler
