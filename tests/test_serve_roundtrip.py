@@ -1,6 +1,7 @@
 """The round trip of ``feedsync serve``'s full-text feeds through ``reader`` (lemon24/reader,
 the bench's anchor): what a reader app gets over HTTP from the real command is what
-``feedsync export`` gives for the same database, the same articles with the same titles,
+``feedsync export`` gives for the same database (the feed of all, of one feed, of a
+folder with the folder below it), the same articles with the same titles,
 links and dates (an article's own date, else when it was fetched; compared in UTC, to the
 second), on both engines. The server asks for its token even on loopback, as a reader on
 the LAN meets it: every URL reader is given, and every ``next``, carries it.
@@ -60,6 +61,7 @@ UNDATED_LINK = "https://site.example/undated/ü"
 # text that looks escaped already: a reader that unescapes twice shows "AT&T" and "<not"
 ENTITY_TITLE = "AT&amp;T, &lt;not a tag&gt;, &#x27; and <![CDATA[x]]>"
 ENTITY_LINK = "https://site.example/p?a=1&amp;b=2"
+NEWS = ("News", "News/World")  # the folder News and the one below it
 AWKWARD = {AWKWARD_LINK: AWKWARD_TITLE, UNDATED_LINK: UNDATED_TITLE, ENTITY_LINK: ENTITY_TITLE}
 
 
@@ -204,13 +206,28 @@ def test_reader_reads_back_what_export_gives(
     running, feed_id = served
     everything = pages(running.base, f"/feeds/all.{kind}")
     one_feed = pages(running.base, f"/feeds/{feed_id}.{kind}")
-    read = read_with_reader(reader_python, fs, everything + one_feed)
+    folder = pages(running.base, f"/feeds/category/News.{kind}")
+    read = read_with_reader(reader_python, fs, everything + one_feed + folder)
     rows = exported(fs)
     assert len(rows) == FILLED + len(AWKWARD)
     version = {"atom": "atom10", "json": "json11"}[kind]
     assert {feed["version"] for feed in read.values()} == {version}  # each its own parser
 
-    for urls, listed in ((everything, listing(fs)), (one_feed, listing(fs, str(feed_id)))):
+    # the folder "News" holds the feeds filed in News and in News/World (not Newsletters):
+    # its pages list their articles, each once, in the listing's order
+    store = open_storage(fs)
+    try:
+        in_news = [store.feed_id(spec.url) for spec in FEEDS if spec.category in NEWS]
+    finally:
+        store.close()
+    of_news = {i for feed in in_news for i in listing(fs, str(feed))}
+    news_listed = [i for i in listing(fs) if i in of_news]
+    assert 0 < len(news_listed) < len(listing(fs))
+    for urls, listed in (
+        (everything, listing(fs)),
+        (one_feed, listing(fs, str(feed_id))),
+        (folder, news_listed),
+    ):
         # every page is the next window of the listing; together, every article once
         got = [[e["id"] for e in read[url]["entries"]] for url in urls]
         want = [f"{running.base}/article/{i}" for i in listed]
@@ -229,4 +246,4 @@ def test_reader_reads_back_what_export_gives(
     titles = {e["link"]: e["title"] for url in everything for e in read[url]["entries"]}
     assert {link: titles[link] for link in AWKWARD} == AWKWARD
     assert rows[UNDATED_LINK]["published"] is None  # dated by its fetch, as exported
-    assert len(listed) < len(rows)  # the one feed is a part: the pages are its own
+    assert len(listing(fs, str(feed_id))) < len(rows)  # the one feed is a part: its own pages
