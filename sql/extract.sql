@@ -45,9 +45,14 @@ SELECT f.identity FROM feed_entries_all AS fe JOIN feeds AS f ON f.id = fe.feed_
 -- The title an article takes: its latest revision's, of those that have one (an entry
 -- without a title is staged as '': feedsync/titles.py). With url and summary of the
 -- row itself, to name an article none of whose versions has a title.
+-- :id, not s.id, in the subquery: SQLite pushes a term with a parameter into each arm
+-- of news_summary_all (a UNION ALL over both files) and seeks each side's primary key
+-- and revision_of index; with the outer row's column it read every entry of both
+-- files, the card's archive included, for every article saved (at 12,000 entries on
+-- the card, 6 ms an article; 0.02 ms now).
 SELECT s.url, s.summary,
        (SELECT r.title FROM news_summary_all AS r
-         WHERE (r.id = s.id OR r.revision_of = s.id) AND r.title <> ''
+         WHERE (r.id = :id OR r.revision_of = :id) AND r.title <> ''
          ORDER BY r.id DESC LIMIT 1) AS title
   FROM news_summary AS s
  WHERE s.id = :id;

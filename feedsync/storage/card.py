@@ -341,8 +341,8 @@ class Card:
         entries: list[int] = []
         with file_lock(lock_path(self.path)):
             for month in month_names(self._conn)[:-1] if news_before is not None else []:
-                span = self._conn.execute(sql("card_month_span", month)).fetchone()
-                if span["articles"] and span["newest"] >= news_before:
+                newest = self._conn.execute(sql("card_month_span", month)).fetchone()[0]
+                if newest is not None and newest >= news_before:
                     continue
 
                 def drop(conn: sqlite3.Connection, month: str = month) -> list[int]:
