@@ -47,7 +47,8 @@ c.axhline(budget, color="tab:red", linestyle="--", label=f"RAM budget ({budget:.
 c.set_title("live database on the RAM disk, end of day (MB)")
 c.set_ylim(0, budget * 1.1)
 c.legend(loc="center right")
-d.plot(x, [v.get("daemon_rss_kb", v["rss_kb"]) / 1e3 for v in days], color="tab:green")
+d.plot(x, [v["daemon_rss_kb" if "daemon_rss_kb" in v else "rss_kb"] / 1e3 for v in days],
+       color="tab:green")
 d.set_title("RSS of the daemon (MB)")
 d.set_ylim(bottom=0)
 e.plot(x, [v["noop_cpu_s"] * 1e3 for v in days], color="tab:purple")

@@ -314,10 +314,16 @@ def _per_day(details: dict[str, Any]) -> list[str]:
         out.append(
             f"| {d['day']} | {d['articles']:,} | {_mb(d['live_bytes'])} | "
             f"{_mb(d['card_bytes'])} | {_mb(d['card_written'])} | "
-            f"{d.get('daemon_rss_kb', d['rss_kb']) / 1e3:.0f} MB | "
+            f"{_daemon_rss_kb(d) / 1e3:.0f} MB | "
             f"{d['noop_cpu_s'] * 1e3:.0f} ms | {searches} |"
         )
     return [*out, ""]
+
+
+def _daemon_rss_kb(day: dict[str, Any]) -> float:
+    """The daemon's RSS that day; in runs before it was read apart from the searches', the
+    driver's RSS after them (``rss_kb``), which newer runs no longer have."""
+    return float(day["daemon_rss_kb"] if "daemon_rss_kb" in day else day["rss_kb"])
 
 
 def _mb(size: float) -> str:
