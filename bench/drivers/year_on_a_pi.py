@@ -13,10 +13,11 @@ then sends one JSON line per step on stdin; this process answers one JSON line e
 - ``{"day": N, "at": ISO}``: the daemon's retention job, then a marker written to MARKS
   (the bench splits the card's writes per day at these markers), then the day's figures:
   the live database's size, a pass with nothing new (every feed answers 304), this
-  process's RSS (the daemon's day done), searches (an English word, two and three
-  Japanese characters) and the RSS again after them. The daemon never searches (``feedsync
-  search`` is a process of its own): the first RSS is the daemon's, the second what the
-  searches leave in this process too.
+  process's RSS (the daemon's, its day done), then three searches (an English word, two
+  and three Japanese characters) in a process of their own, as ``feedsync search`` is
+  (bench/drivers/year_search.py, started while this one waits): their times and hits,
+  and that process's peak RSS. The daemon never searches, so none of it stays in this
+  process's RSS on the days after.
 - ``{"stop": true}``: close and exit.
 
 Article texts: the gold texts of the real news pages in ``../shared/corpus`` (the sizes of
@@ -32,10 +33,12 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
@@ -50,6 +53,7 @@ from feedsync.storage.sqlite import SQLiteStorage  # noqa: E402
 from feedsync.timestamps import from_iso, to_iso  # noqa: E402
 
 CORPUS = Path(os.environ.get("FEEDSYNC_CORPUS") or REPO.parent / "shared" / "corpus")
+SEARCHER = Path(__file__).resolve().with_name("year_search.py")
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]{2,}")
 
 
@@ -109,6 +113,21 @@ def vm_rss_kb() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def search_apart(config_path: str, terms: dict[str, str]) -> dict[str, Any]:
+    """The day's searches in a process of their own (bench/drivers/year_search.py), as
+    ``feedsync search`` runs: what it prints (each term's time and hits, its peak RSS)."""
+    done = subprocess.run(
+        [sys.executable, str(SEARCHER), config_path, json.dumps(terms)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )  # its stderr is this process's (the bench keeps it)
+    if done.returncode != 0:
+        raise RuntimeError(f"the searches exited {done.returncode}")
+    return dict(json.loads(done.stdout))
 
 
 def main() -> int:
@@ -181,12 +200,8 @@ def main() -> int:
             wall = time.perf_counter()
             idle = Pass(PassPlan(extract=False), runtime).run()
             noop = (time.process_time() - cpu, time.perf_counter() - wall)
-            daemon_rss = vm_rss_kb()  # the daemon's day done; the searches are not its
-            searched = {}
-            for name, term in terms.items():
-                started = time.perf_counter()
-                hits = storage.search(term, 20, ("", ""))
-                searched[name] = (time.perf_counter() - started, len(hits))
+            daemon_rss = vm_rss_kb()  # the daemon's day done
+            searched = search_apart(config_path, terms)
             counts = storage.counts()
             print(
                 json.dumps(
@@ -195,12 +210,12 @@ def main() -> int:
                         "live_bytes": live_bytes,
                         "card_bytes": config.storage.card_path.stat().st_size,
                         "daemon_rss_kb": daemon_rss,
-                        "rss_kb": vm_rss_kb(),  # after the searches
+                        "search_peak_rss_kb": searched["peak_rss_kb"],
                         "noop_cpu_s": noop[0],
                         "noop_wall_s": noop[1],
                         "noop_not_modified": idle.not_modified,
                         "noop_polled": idle.polled,
-                        "search": searched,
+                        "search": searched["search"],
                         "terms": terms,
                         "articles": counts["articles"],
                         "entries": counts["entries"],
