@@ -1,7 +1,8 @@
 """The benchmark harness (bench/) keeps working: its quick mode runs every scenario.
 
 No assertion on timings (CI machines are noisy and small): only that each of the ten
-scenarios produced figures for feedsync and for its baseline, and that the report was
+scenarios produced figures for feedsync and for its baseline (scenario 9: its daemon's RSS,
+the search process's peak RSS and the three searches, each day), and that the report was
 written. The first run creates the baseline's own venv (bench/.venv-baseline, with the
 PyPI package ``reader``), so it needs pip to reach a package index. Scenarios 8 and 10
 need a PostgreSQL server (Debian's ``postgresql``, which CI installs) and psycopg: only where
@@ -58,6 +59,21 @@ def test_quick_bench_runs_every_scenario_against_its_baseline(tmp_path: Path) ->
                 for key in ("min", "median", "max"):
                     assert isinstance(figures[key], int | float), row
                 assert figures["min"] <= figures["median"] <= figures["max"], row
+
+    # scenario 9: the daemon's RSS apart from the searches, which run in a process of their
+    # own (bench/drivers/year_search.py), timed there, with that process's peak RSS
+    year = next(s for s in data["scenarios"] if s["scenario"] == 9)
+    names = [row["metric"] for row in year["rows"]]
+    assert "RSS of the daemon (its day done, before the searches)" in names
+    assert any(name.startswith("peak RSS of the search process") for name in names)
+    assert [n for n in names if n.startswith("search, ")] == [
+        "search, an English word",
+        "search, two Japanese characters",
+        "search, three Japanese characters",
+    ]
+    for day in year["details"]["per_day"]:
+        assert day["daemon_rss_kb"] > 0 and day["search_peak_rss_kb"] > 0, day
+        assert set(day["search"]) == {"english", "japanese_2", "japanese_3"}, day
 
     report = (output / "RESULTS.md").read_text()
     # scenario 9 draws its days (matplotlib in the bench's own venv) and shows them
