@@ -35,12 +35,13 @@ from bench.scenarios import (
     memory,
     pg_scale,
     scale,
+    serve,
     startup,
     writes,
     year,
 )
 
-SCENARIOS = set(range(1, 11))
+SCENARIOS = set(range(1, 12))
 
 QUICK_OUTPUT = BENCH / "quick-results"
 
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             attempt((9,), lambda: [year.run(bench)])
         if 10 in chosen:
             attempt((10,), lambda: [latency.run(bench)])
+        if 11 in chosen:
+            attempt((11,), lambda: [serve.run(bench)])
     finally:
         bench.close()
 
