@@ -40,12 +40,12 @@ def store(opener: Callable[[], SQLStorage]) -> Iterator[SQLStorage]:
     storage.close()
 
 
-@pytest.fixture(params=["links", "walk"])
+@pytest.fixture(params=["links", "walk", "chosen"])
 def plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A feed's page read by either plan of news_window (sql_reading.PLAN):
-    by the feed's own links, or by the walk through the newest articles. Both must show
-    the same pages."""
-    monkeypatch.setattr(sql_reading, "PLAN", request.param)
+    """A feed's page read by either plan of news_window (sql_reading.PLAN), by the feed's
+    own links or by the walk through the newest articles, or by the one news_window
+    chooses (feed_plan_marks). All must show the same pages."""
+    monkeypatch.setattr(sql_reading, "PLAN", None if request.param == "chosen" else request.param)
     return str(request.param)
 
 
