@@ -75,6 +75,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--latency-feeds", type=int, help="feeds polled in scenario 10 (default 400)"
     )
     parser.add_argument(
+        "--serve-articles", type=int, help="articles scenario 11 serves (default 100000)"
+    )
+    parser.add_argument("--serve-days", type=int, help="days of fetching they span (default 120)")
+    parser.add_argument(
         "--latency-sqlite",
         action="store_true",
         help="scenario 10 also on SQLite (1, 2 and 4 daemons on one file; twice the time)",
@@ -114,7 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     params = Params.quick_mode() if args.quick else Params()
     overrides = {
         name: getattr(args, name)
-        for name in ("repeat", "feeds", "entries", "articles", "pg_feeds", "latency_feeds")
+        for name in (
+            "repeat",
+            "feeds",
+            "entries",
+            "articles",
+            "pg_feeds",
+            "latency_feeds",
+            "serve_articles",
+            "serve_days",
+        )
         if getattr(args, name) is not None
     }
     if any(v < 1 for v in overrides.values()):
