@@ -132,6 +132,21 @@ class Browser:
         asks what the page did (a script the page ran would have set a global)."""
         return self._call("POST", "/execute/sync", {"script": code, "args": list(args)})
 
+    def alert(self) -> str | None:
+        """The text of an alert the page opened (a script ran), or None."""
+        try:
+            return str(self._call("GET", "/alert/text"))
+        except BrowserError as exc:
+            if "no such alert" in str(exc):
+                return None
+            raise
+
+    def console(self) -> list[str]:
+        """What the browser logged since the last call: a Content-Security-Policy
+        violation (a script, an inline style refused) is logged here."""
+        entries = self._call("POST", "/se/log", {"type": "browser"})
+        return [str(entry.get("message", "")) for entry in entries]
+
     def window(self, width: int, height: int) -> None:
         self._call("POST", "/window/rect", {"width": width, "height": height})
 
@@ -205,6 +220,9 @@ def chromium(size: tuple[int, int] = LAPTOP) -> Iterator[Browser]:
             "capabilities": {
                 "alwaysMatch": {
                     "browserName": "chrome",
+                    # an alert stays open for the test to see (a script that ran)
+                    "unhandledPromptBehavior": "ignore",
+                    "goog:loggingPrefs": {"browser": "ALL"},
                     "goog:chromeOptions": {
                         "binary": _binary("chromium", "chromium-browser", "google-chrome"),
                         "args": args,

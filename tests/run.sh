@@ -71,4 +71,10 @@ echo "tests/run.sh: pytest"
 # the referee test reads feedparser's own test corpus from its sdist on PyPI (fetched into
 # ~/.cache/feedsync-tests by the test): here, where PyPI is reachable, not having it fails
 export FEEDSYNC_FEEDPARSER_CORPUS_REQUIRED=1
+# the round trip of feedsync serve's feeds through reader needs the bench's venv (pip from
+# PyPI, tests/test_serve_roundtrip.py): here, not being able to make it fails
+export FEEDSYNC_READER_REQUIRED=1
+# the web page's tests in a real browser: here, where tests/run.sh installed it, not having
+# Chromium fails (tests/test_serve_browser.py)
+export FEEDSYNC_BROWSER_REQUIRED=1
 exec .venv/bin/python -m pytest "$@"

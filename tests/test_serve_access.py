@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import FeedsyncEnv, cli_env
-from test_serve_server import STUB, Serving
+from serving import STUB, Serving
 
 from feedsync import config
 from feedsync.serve import access

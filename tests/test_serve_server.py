@@ -5,7 +5,6 @@ and ::1, real sockets for what no polite client sends, systemd's socket activati
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -19,61 +18,12 @@ import httpx
 import pytest
 import sitegen
 from conftest import BACKENDS, NOW, FeedsyncEnv, Site, cli_env
+from serving import STUB, Serving
 
-STUB = Path(__file__).resolve().parent / "serve_stub.py"
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
-
-
-class Serving:
-    """A running ``feedsync serve``: its process, its base URL, its output so far."""
-
-    def __init__(self, fs: FeedsyncEnv, *args: str, env: dict[str, str] | None = None) -> None:
-        if not fs.config_path.exists():
-            fs.configure()
-        self.proc = subprocess.Popen(
-            [sys.executable, str(STUB), "--config", str(fs.config_path), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**cli_env(fs.root / "home"), **(env or {})},
-            start_new_session=True,
-        )
-        self.stdout = ""
-        self.base = ""
-
-    def started(self, timeout: float = 60) -> Serving:
-        """Wait for the line that says where it serves (readline on a pipe: its own
-        deadline by the process's timeout below)."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.stdout += line
-            found = re.search(r"serving (http://\S+?)/[;?]", line)
-            if found:
-                self.base = found.group(1)
-                return self
-        self.proc.kill()
-        _, err = self.proc.communicate(timeout=30)
-        raise AssertionError(f"feedsync serve did not start: {self.stdout}{err}")
-
-    def stop(self, timeout: float = 30) -> tuple[int, str]:
-        """SIGTERM, then its exit code and its stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            out, err = self.proc.communicate(timeout=30)
-            raise AssertionError(f"not stopped by SIGTERM in {timeout}s: {err}") from None
-        self.stdout += out
-        return self.proc.returncode, err
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 them: Atom with RFC 4287's required elements, JSON Feed 1.1 with its types, both read
 back by feedparser to what ``feedsync export`` gives for the same database, pages that
 follow ``next`` to every article once, a 304 for a reader that has the page, the OPML,
-and documents that stay well-formed whatever a feed put in a title or a text."""
+and documents that stay well-formed whatever a feed put in a title or a text.
+(``reader``, the independent reader of Atom and JSON Feed both, reads them over HTTP from
+the real ``feedsync serve``: tests/test_serve_roundtrip.py.)"""
 
 from __future__ import annotations
 
@@ -74,7 +76,9 @@ def db(fs: FeedsyncEnv) -> Iterator[SQLiteStorage]:
 
 def parse(body: bytes, kind: str) -> feedparser.FeedParserDict:
     """What a reader app makes of a document: feedparser for Atom; JSON Feed (which
-    feedparser 6.0 does not read) as its spec says, into the same shape."""
+    feedparser 6 does not read) with json.loads as its spec says, into the same shape.
+    The independent reader of both formats, over HTTP from the real command, is
+    ``reader``: tests/test_serve_roundtrip.py."""
     if kind == "atom":
         return feedparser.parse(body)
     doc = json.loads(body)

@@ -121,7 +121,9 @@ def articles_per_day(
                 f"{plural(count, 'article')}</title></rect>"
             )
         out.append("</g>")
-        if i % 7 == 0 or i == len(days) - 1:
+        if i == len(days) - 1:  # the last day's date ends at its bar: not cut off
+            out.append(f'<text class="date end" x="{x + BAR}" y="{full - 3}">{day[5:]}</text>')
+        elif i % 7 == 0 and i < len(days) - 4:  # (not written over by the last one)
             out.append(f'<text class="date" x="{x}" y="{full - 3}">{day[5:]}</text>')
     out.append("</svg>")
     out.append('<figcaption><ul class="legend">')

@@ -9,9 +9,9 @@ form is the search, a GET.
 
 Why it is built the way it is:
 
-- **Everything from a feed or a page is hostile.** Every text goes through :func:`esc`
+- **Everything from a feed or a page is hostile.** Every text goes through ``markup.esc``
   (control characters dropped, then ``html.escape(quote=True)``), every link to an
-  original through :func:`href` (http and https only: a ``javascript:`` or ``data:``
+  original through ``markup.href`` (http and https only: a ``javascript:`` or ``data:``
   link is shown as text, never as a link). A search snippet is escaped first and only
   then are its marks turned into ``<mark>``: the marks are control characters, which
   the snippet can never hold (storage/search.py cleans the text before it marks it).
@@ -33,16 +33,29 @@ Why it is built the way it is:
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from feedsync import __version__, timestamps
 from feedsync import terminal as t
+from feedsync import timestamps
 from feedsync.health import ENTRY_STATES, articles_line, entry_state_line, feed_health_line
 from feedsync.serve import chart, web
+from feedsync.serve.markup import (
+    DIGITS,
+    HTML,
+    bad_request,
+    esc,
+    layout,
+    lead,
+    link,
+    marked,
+    original_link,
+    page_answer,
+    positive,
+    when,
+)
 from feedsync.serve.style import STYLE
 from feedsync.storage_errors import UnknownArticle
 
@@ -51,7 +64,6 @@ if TYPE_CHECKING:
     from feedsync.records import FeedHealth, NewsItem, SearchHit, StagedEntry
     from feedsync.storage import Storage
 
-HTML = "text/html; charset=utf-8"
 CSS = "text/css; charset=utf-8"
 
 #: articles on a page of the news and of a search
@@ -65,148 +77,8 @@ SEARCH_PAGES = 100
 FAILED_SHOWN = 200
 #: the chart's weeks
 CHART_DAYS = 28
-#: the words of an article's text shown under its title in a list
-LEAD_CHARS = 220
 
-_DIGITS = re.compile(r"[1-9][0-9]{0,17}")
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
-_LINK = re.compile(r"https?://[^\s\x00-\x20\x7f-\x9f]+", re.IGNORECASE)
-
-
-# ---------------------------------------------------------------- escaping
-
-
-def esc(text: str | None) -> str:
-    """Text for HTML, on one line: control characters dropped, ``& < > " '`` escaped."""
-    return html.escape(t.clean(text or "", one_line=True), quote=True)
-
-
-def href(url: str | None) -> str | None:
-    """``url`` escaped for an ``href``, when it is an http or https URL with no space or
-    control character in it; None for anything else (``javascript:``, ``data:``, a
-    relative or broken URL): shown as text, never followed."""
-    if not url or _LINK.fullmatch(url) is None:
-        return None
-    return html.escape(url, quote=True)
-
-
-def original_link(url: str, label: str | None = None, cls: str = "original") -> str:
-    """A link to an article's or a feed's own address (text when it is not http(s))."""
-    target = href(url)
-    shown = esc(label if label is not None else url)
-    if target is None:
-        return f'<span class="{cls}">{shown}</span>'
-    return f'<a class="{cls}" href="{target}" rel="noreferrer noopener">{shown}</a>'
-
-
-def marked(snippet: str) -> str:
-    """A search snippet for HTML: escaped, then its marks (terminal.MARK_ON/OFF, control
-    characters the snippet's text cannot hold) made ``<mark>``; an unpaired mark is
-    closed, so the tags always balance."""
-    out: list[str] = []
-    opened = False
-    for piece in re.split(f"([{t.MARK_ON}{t.MARK_OFF}])", snippet):
-        if piece == t.MARK_ON:
-            if not opened:
-                out.append("<mark>")
-                opened = True
-        elif piece == t.MARK_OFF:
-            if opened:
-                out.append("</mark>")
-                opened = False
-        else:
-            out.append(esc(piece))
-    if opened:
-        out.append("</mark>")
-    return "".join(out)
-
-
-def when(stamp: str | None, empty: str = "never") -> str:
-    """A ``<time>`` element for a stored UTC time, as the commands print it."""
-    if not stamp:
-        return esc(empty)
-    return f'<time datetime="{esc(stamp)}">{esc(t.short_time(stamp))}</time>'
-
-
-def lead(body: str) -> str:
-    """The first words of an article's text, cut at a word."""
-    flat = " ".join(t.clean(body, one_line=True).split())
-    if len(flat) <= LEAD_CHARS:
-        return flat
-    cut = flat.rfind(" ", 0, LEAD_CHARS)
-    return flat[: cut if cut > LEAD_CHARS // 2 else LEAD_CHARS] + "…"
-
-
-# ---------------------------------------------------------------- the layout
-
-_NAV = (("/", "News"), ("/feeds", "Feeds"), ("/failed", "Failed"), ("/status", "Status"))
-
-
-def layout(title: str, main: str, *, here: str = "", query: str = "") -> bytes:
-    """The one page around every page's ``main``: the header's navigation with the
-    search box (a GET form), ``title`` (escaped here) in the tab."""
-    links = []
-    for path, name in _NAV:
-        if path == "/":
-            links.append(f'<a href="/"{_here(here == path)}>{name}</a>')
-            links.append(
-                '<form id="search" action="/search" method="get" role="search">'
-                f'<input type="search" name="q" value="{esc(query)}" '
-                'aria-label="Search the articles" placeholder="Search">'
-                '<button type="submit">Search</button></form>'
-            )
-        else:
-            links.append(f'<a href="{path}"{_here(here == path)}>{name}</a>')
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
-        '<meta name="robots" content="noindex, nofollow">'
-        f"<title>{esc(title)} · feedsync</title>"
-        '<link rel="icon" href="data:,">'
-        '<link rel="stylesheet" href="/style.css">'
-        "</head><body><header><nav>"
-        '<a class="brand" href="/">feedsync</a>'
-        + "".join(links)
-        + f"</nav></header><main>{main}</main></body></html>\n"
-    )
-    return page.encode()
-
-
-def _here(yes: bool) -> str:
-    return ' class="here" aria-current="page"' if yes else ""
-
-
-def _page(
-    request: web.Request, parts: Iterable[object], title: str, main: str, **options: str
-) -> web.Response:
-    """A page under conditional GET: its ETag from ``parts`` (what it shows) and the
-    code's version (a new feedsync renders anew)."""
-    etag = web.etag_of(__version__, *parts)
-    return web.conditional(request, etag, None, HTML, lambda: layout(title, main, **options))
-
-
-def bad_request(message: str) -> web.Response:
-    return web.text(400, message)
-
-
-def _positive(request: web.Request, name: str) -> int | None:
-    """``?name=`` as a positive whole number; None when absent. Raises ValueError with the
-    one line to answer when it is anything else."""
-    raw = request.query.get(name)
-    if raw is None:
-        return None
-    if _DIGITS.fullmatch(raw) is None:
-        raise ValueError(f"bad {name}: {raw[:40]!r} is not a positive whole number")
-    return int(raw)
-
-
-def _link(path: str, **query: str | int | None) -> str:
-    """A relative link with its query, escaped for an attribute."""
-    from urllib.parse import urlencode
-
-    params = {k: str(v) for k, v in query.items() if v is not None and v != ""}
-    return html.escape(path + (f"?{urlencode(params)}" if params else ""), quote=True)
 
 
 # ---------------------------------------------------------------- the pages
@@ -228,8 +100,8 @@ class Pages:
         the page after that article, ``?feed=<id>`` one feed's, ``?category=`` one
         folder's."""
         try:
-            before = _positive(request, "before")
-            feed_id = _positive(request, "feed")
+            before = positive(request, "before")
+            feed_id = positive(request, "feed")
         except ValueError as exc:
             return bad_request(str(exc))
         category = request.query.get("category") or None
@@ -257,12 +129,12 @@ class Pages:
             if before is None and feed_id is None and category is None:
                 empty += _not_there(storage)
             main = f"<h1>{esc(heading)}</h1><p>{empty}</p>"
-            return _page(request, ["news", before, feed_id, category, empty], heading, main)
+            return page_answer(request, ["news", before, feed_id, category, empty], heading, main)
         rows = [_news_item(item) for item in items]
         pager = ""
         if more or before is not None:
-            newest = _link("/", feed=feed_id, category=category)
-            older = _link("/", before=items[-1].id, feed=feed_id, category=category)
+            newest = link("/", feed=feed_id, category=category)
+            older = link("/", before=items[-1].id, feed=feed_id, category=category)
             pager = (
                 '<nav class="pages">'
                 + (f'<a class="first" href="{newest}">← Newest</a>' if before else "<span></span>")
@@ -270,7 +142,7 @@ class Pages:
                 + "</nav>"
             )
         main = f'<h1>{esc(heading)}</h1><ol class="items">{"".join(rows)}</ol>{pager}'
-        return _page(
+        return page_answer(
             request, ["news", before, feed_id, category, more, parts], heading, main, here="/"
         )
 
@@ -283,7 +155,7 @@ class Pages:
 
         query = " ".join(request.query.get("q", "").split())
         try:
-            page = _positive(request, "page") or 1
+            page = positive(request, "page") or 1
         except ValueError as exc:
             return bad_request(str(exc))
         if page > SEARCH_PAGES:
@@ -294,7 +166,7 @@ class Pages:
                 '<code>-word</code> or <code>NOT word</code>, <code>"a phrase"</code> and '
                 "<code>prefix*</code> as in <code>feedsync search</code>.</p>"
             )
-            return _page(request, ["search"], "Search", main, query=query)
+            return page_answer(request, ["search"], "Search", main, query=query)
         try:
             parse(query)
         except QueryError as exc:
@@ -313,15 +185,15 @@ class Pages:
             found += f"; page {page} is past the last one"
         blocks = [f'<h1>Search: {esc(query)}</h1><p class="count">{esc(found)}.</p>']
         blocks.append(f'<ol class="items">{"".join(_hit_item(h) for h in shown)}</ol>')
-        prev = _link("/search", q=query, page=page - 1 if page > 2 else None)
-        later = _link("/search", q=query, page=page + 1)
+        prev = link("/search", q=query, page=page - 1 if page > 2 else None)
+        later = link("/search", q=query, page=page + 1)
         nav = [
             f'<a class="prev" href="{prev}">← Better matches</a>' if page > 1 else "<span></span>",
             f'<a class="next" href="{later}">More →</a>' if total > page * PER_PAGE else "",
         ]
         blocks.append(f'<nav class="pages">{"".join(nav)}</nav>')
         parts = ["search", query, page, total, [(h.id, h.title, h.snippet) for h in shown]]
-        return _page(request, parts, f"Search: {query}", "".join(blocks), query=query)
+        return page_answer(request, parts, f"Search: {query}", "".join(blocks), query=query)
 
     # ------------------------------------------------------------ /article/<id>
 
@@ -329,14 +201,16 @@ class Pages:
         """``/article/<id>``: one article to read: its title, feeds, author, date, the
         link to the original and its text in paragraphs."""
         ref = request.path.removeprefix("/article/").rstrip("/")
-        if _DIGITS.fullmatch(ref) is None:
+        if DIGITS.fullmatch(ref) is None:
             return web.text(404, f"no article {ref[:40]!r} (see / or /search)")
         item = storage.news_get(int(ref))
         if item is None:
             return web.text(404, f"no article {ref} (see / or /search)")
         feeds = storage.news_feeds(item.id)
         parts = ["article", item, feeds]
-        return _page(request, parts, t.clean(item.title, one_line=True), _article(item, feeds))
+        return page_answer(
+            request, parts, t.clean(item.title, one_line=True), _article(item, feeds)
+        )
 
     # ------------------------------------------------------------ /feeds
 
@@ -351,7 +225,7 @@ class Pages:
         parts = ["feeds", feeds, per_day, days[-1]]
         if not feeds:
             main = "<h1>Feeds</h1><p>No feeds yet: add one with <code>feedsync add URL</code>.</p>"
-            return _page(request, parts, "Feeds", main, here="/feeds")
+            return page_answer(request, parts, "Feeds", main, here="/feeds")
         names = {f.id: f.title or f.url for f in feeds}
         week = {f.id: 0 for f in feeds}
         for feed_id, day, count in per_day:
@@ -369,7 +243,7 @@ class Pages:
             chart.articles_per_day(per_day, names, days, caption="Articles fetched per day"),
         ]
         blocks += [self._feed_section(f, week[f.id], request) for f in feeds]
-        return _page(request, parts, "Feeds", "".join(blocks), here="/feeds")
+        return page_answer(request, parts, "Feeds", "".join(blocks), here="/feeds")
 
     def _health(self, feed: FeedHealth) -> tuple[str, str]:
         """(class, line): ok, warn (retrying, not polled yet) or bad (failing, disabled,
@@ -404,7 +278,7 @@ class Pages:
         facts.append(
             (
                 "articles",
-                f'<a href="{_link("/", feed=feed.id)}">{esc(t.plural(week, "article"))} '
+                f'<a href="{link("/", feed=feed.id)}">{esc(t.plural(week, "article"))} '
                 "this week</a> · "
                 f"{esc(t.plural(feed.entries, 'entry', 'entries'))} · latest "
                 + when(feed.latest_published, "none"),
@@ -466,7 +340,7 @@ class Pages:
             main.append('<ul class="items">')
             main += [self._entry(e) for e in entries]
             main.append("</ul>")
-        return _page(request, parts, "Failed articles", "".join(main), here="/failed")
+        return page_answer(request, parts, "Failed articles", "".join(main), here="/failed")
 
     def _entry(self, entry: StagedEntry) -> str:
 
@@ -493,7 +367,7 @@ class Pages:
         report = status.report(self.config, storage)
         stable = {k: v for k, v in report.items() if k != "clock"}  # it reads "now"
         main = _status(report)
-        return _page(
+        return page_answer(
             request, ["status", stable, report["clock"]["state"]], "Status", main, here="/status"
         )
 

@@ -40,10 +40,9 @@ header nav { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; align-items: cen
 header nav a { text-decoration: none; font-weight: 600; }
 header nav a.here { color: var(--fg); border-bottom: 2px solid var(--fg); }
 header nav .brand { color: var(--fg); margin-right: auto; }
-form#search { display: flex; gap: 0.25rem; flex: 1 1 10rem; max-width: 18rem; }
+form#search { display: flex; gap: 0.25rem; order: 1; flex: 1 1 100%; }
 form#search input { flex: 1; min-width: 0; font: inherit; padding: 0.2rem 0.4rem; }
 form#search button { font: inherit; }
-@media (max-width: 36rem) { form#search { order: 1; flex-basis: 100%; max-width: none; } }
 /* text from feeds and pages: an unclosed right-to-left override stays inside it */
 a.title, .feed, .author, .last-error, .reason, h1, ul.legend li { unicode-bidi: isolate; }
 h1 { font-size: 1.4rem; line-height: 1.25; margin: 1rem 0 0.5rem; }
@@ -70,6 +69,7 @@ meter { width: 100%; max-width: 16rem; height: 1rem; vertical-align: middle; }
 figure.chart { margin: 1rem 0; }
 svg.chart { width: 100%; height: auto; display: block; }
 svg.chart text { fill: var(--dim); font-size: 12px; font-family: inherit; }
+svg.chart text.end { text-anchor: end; }
 svg.chart line.axis { stroke: var(--dim); stroke-width: 1; }
 svg.chart line.grid { stroke: var(--line); stroke-width: 1; stroke-dasharray: 2 2; }
 ul.legend { list-style: none; padding: 0; margin: 0.25rem 0 0; display: flex; flex-wrap: wrap;

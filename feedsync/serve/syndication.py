@@ -3,9 +3,10 @@ folder and its subfolders) or all of them, and an OPML 2.0 subscribing a reader 
 them at once. A reader app then gets the article text feedsync extracted, not the
 teaser the site's own feed carries.
 
-The renderers are pure (articles in, bytes out); the handlers (:data:`ROUTES`) read
-through storage's Reading role only and answer through :func:`web.conditional`, so a
-reader polling every few minutes costs a 304 and no rendering while nothing changed.
+The renderers are pure (articles in, bytes out); the handlers (bound to their URLs,
+with ``[serve] window``, by feedsync/serve/routes.py) read through storage's Reading
+role only and answer through :func:`web.conditional`, so a reader polling every few
+minutes costs a 304 and no rendering while nothing changed.
 
 Everything in an article came from the internet: each text is escaped, and the
 characters XML 1.0 forbids (C0 controls but tab and newlines, lone surrogates, U+FFFE/F)
