@@ -187,6 +187,18 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM main.feed_entries WHERE feed_id = :f
      + (SELECT count(*) FROM (SELECT 1 FROM card.feed_entries WHERE feed_id = :feed_id
                                LIMIT :cap)) AS n;
 
+-- name: content_key
+-- Reading.content_key (feedsync serve's ETags): what changes whenever the articles, the
+-- links or the feeds' names change, read by key in each file's meta. The live side: its
+-- id (new with every live database, a restored one included: the counter starts again
+-- from the save's) and content_version (the triggers of 0002 and 0012; moves between the
+-- files leave it as it was, feedsync/storage/sqlite.py _neutral). The card side: a mark
+-- every write to the card that changed a row sets anew (feedsync/storage/card.py
+-- Card._write: a save, retention, a clock settled).
+SELECT (SELECT value FROM main.meta WHERE key = 'live_id') || '.'
+       || (SELECT value FROM main.meta WHERE key = 'content_version') || '.'
+       || coalesce((SELECT value FROM card.meta WHERE key = 'card_mark'), '') AS key;
+
 -- name: news_sort_key
 -- The time an article sorts by in the listings (news_window's :w after it).
 SELECT id, coalesce(published, fetched_at) AS w FROM news_all WHERE id = :id;

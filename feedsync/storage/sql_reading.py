@@ -142,6 +142,10 @@ class SQLReading(SQLCore):
                 items.append(NewsItem(**(row if bodies else {**row, "body": ""})))
         return items
 
+    def content_key(self) -> str:
+        """sql/news.sql content_key (each engine's: meta's counters, read by key)."""
+        return str(self._read("content_key")[0]["key"])
+
     def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
         """(feed id, day, articles) of the articles fetched since ``since``, by the day
         they were fetched (sql/news.sql news_per_day says why not their own dates)."""

@@ -122,3 +122,10 @@ SELECT count(*) AS n
    AND coalesce(s.published, s.first_seen_at) >= :since
    AND (CAST(:feed_id AS BIGINT) IS NULL
         OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id));
+
+-- name: content_key
+-- Reading.content_key: the database's lineage and its content_version (counted by the
+-- triggers of migrations/0012_content_version.sql, in the transaction that changed the
+-- rows), two lookups by key.
+SELECT (SELECT value FROM meta WHERE key = 'lineage') || '.'
+       || (SELECT value FROM meta WHERE key = 'content_version') AS key;
