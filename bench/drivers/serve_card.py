@@ -176,7 +176,7 @@ def main() -> int:
     reads = {name: timed(feed_id=order[index]) for name, index in plans}
     reads["all"] = timed()
     reads["category"] = timed(category=CATEGORIES[2])
-    sql_reading.PLAN = "walk"  # every feed walked: the only plan before version 11
+    sql_reading.PLAN = "walk"  # every feed walked
     reads.update({f"{name}_walk": timed(feed_id=order[index]) for name, index in plans})
     sql_reading.PLAN = "links"  # every feed read by its own links
     reads.update({f"{name}_links": timed(feed_id=order[index]) for name, index in plans})

@@ -1,10 +1,12 @@
-"""Scenario 11: what the feed index (schema version 11, ``feed_entries_feed``) costs the
-card. Continues an archive ``serve_card.py`` built: ``HOURS`` more hours of the same
+"""Scenario 11: what an index of the links by feed (``feed_entries_feed``, tried as
+schema version 11 and given up: docs/architecture.md "A page of articles") would cost
+the card. Continues an archive ``serve_card.py`` built: ``HOURS`` more hours of the same
 publishing (``PER_HOUR`` articles each, dealt to the same feeds), a save to the card at
 the end of each hour as the daemon's ``save_interval`` (1 hour) does, a line written to
 ``MARKS`` after each save so that a trace of the card's writes splits by save (bench
-scenario 9's method: ``strace -P`` the card and its journal). With ``without`` as the
-last argument the index is dropped from both files first: the saves of version 10.
+scenario 9's method: ``strace -P`` the card and its journal). The index is made on both
+files first; with ``without`` as the last argument it is not (dropped, if an archive
+built by the branch that had it holds it): the saves feedsync makes.
 
     python bench/drivers/serve_saves.py CONFIG END_ISO DAYS FIRST HOURS PER_HOUR MARKS [without]
 """
@@ -31,12 +33,16 @@ def main() -> int:
     config_path, end, days, first, hours, per_hour, marks = sys.argv[1:8]
     without = sys.argv[8:] == ["without"]
     config = config_module.load(config_path)
-    if without:
-        for path in (config.storage.live_path, config.storage.card_path):
-            conn = sqlite3.connect(path)
-            with conn:
-                conn.execute("DROP INDEX IF EXISTS feed_entries_feed")
-            conn.close()
+    for path in (config.storage.live_path, config.storage.card_path):
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute(
+                "DROP INDEX IF EXISTS feed_entries_feed"
+                if without
+                else "CREATE INDEX IF NOT EXISTS feed_entries_feed"
+                " ON feed_entries (feed_id, summary_id)"
+            )
+        conn.close()
     now = [from_iso(end)]
     storage = SQLiteStorage.open(config.storage, keep=Keep.of(config), clock=lambda: now[0])
     ids = {f.url: f.id for f in storage.feeds_to_poll()}
