@@ -116,6 +116,84 @@ def test_an_article_linked_as_a_revision_is_its_feeds_too(store: SQLStorage, pla
     assert [i.id for i in shown] == [i.id for i in store.news_list("", tech, 100)]
 
 
+def quiet_small_busy(store: SQLStorage) -> dict[str, int]:
+    """FEEDS' articles (the busy ones) with a QUIET feed (3 articles, two months before
+    the rest) and a SMALL one (3 among the newest), some of its stories carried by a busy
+    feed too; on SQLite saved to the card halfway, so that every feed's articles are on
+    both sides of the live/card boundary. Returns the feeds' ids by name."""
+    ids = fill(store, ARTICLES)
+    store.save(force=True)  # None on PostgreSQL: one database
+    added = feed_ids(store, (QUIET, SMALL))
+    long_ago = START - timedelta(days=60)
+    quiet = [
+        Entry(f"https://quiet.example/{n}", f"Quiet {n}", to_iso(long_ago + timedelta(hours=n)))
+        for n in range(3)
+    ]
+    poll(store, added[QUIET.url], quiet, long_ago)
+    later = START + timedelta(days=1)
+    small = [Entry(f"https://small.example/{n}", f"Small {n}", None) for n in range(3)]
+    poll(store, added[SMALL.url], small, later)
+    poll(store, ids[FEEDS[0].url], small[:2], later)  # two of them in a busy feed too
+    more = START + timedelta(days=2)
+    for n, spec in enumerate(FEEDS * 3):  # newer than everything: the quiet feed's are deep
+        late = Entry(f"https://site.example/late/{n}", f"Late {n}", to_iso(more))
+        poll(store, ids[spec.url], [late], more + timedelta(minutes=n))
+    extract_all(store, more)
+    return {"quiet": added[QUIET.url], "small": added[SMALL.url], "busy": ids[FEEDS[0].url]}
+
+
+def test_every_plan_gives_a_feed_the_pages_of_the_walk(
+    store: SQLStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quiet feed, a small one and a busy one, paged 2 and 5 at a time across the
+    live/card boundary: by the feed's own links, by the walk, and by the plan chosen, the
+    same pages, each article once, in news_list's order."""
+    feeds = quiet_small_busy(store)
+    for name, fid in feeds.items():
+        listed = [i.id for i in store.news_list("", fid, 1000)]
+        assert len(listed) == {"quiet": 3, "small": 3}.get(name, len(listed)) > 0
+        for size in (2, 5):
+            pages = {}
+            for forced in ("walk", "links", None):
+                monkeypatch.setattr(sql_reading, "PLAN", forced)
+                pages[forced] = [[i.id for i in p] for p in every_page(store, size, feed_id=fid)]
+            assert pages["walk"] == pages["links"] == pages[None], (name, size)
+            assert [i for p in pages[None] for i in p] == listed, (name, size)
+    if isinstance(store, SQLiteStorage):
+        monkeypatch.setattr(sql_reading, "PLAN", None)
+        live = sqlite3_count(store.path.with_name("feedsync-live.db"))
+        assert live < store.counts()["articles"]  # pages came from both files
+
+
+def test_a_feeds_entries_are_its_links_counted_once(store: SQLStorage) -> None:
+    """feeds' entry counts: every link once, whether the live database, the card or both
+    hold it (after a save the live database keeps the last days' links, which the card
+    holds too), and a feed removed counts nowhere, nor shows in the chart."""
+    feeds = quiet_small_busy(store)
+
+    def entries() -> dict[int, int]:
+        return {f.id: f.entries for f in store.feed_health()}
+
+    def linked() -> dict[int, int]:
+        counted: dict[int, int] = {}
+        for item in store.export_news(""):
+            for fid, _, _ in store.news_feeds(item.id):
+                counted[fid] = counted.get(fid, 0) + 1
+        return counted
+
+    before = entries()
+    assert before[feeds["quiet"]] == before[feeds["small"]] == 3
+    assert {fid: n for fid, n in before.items() if n} == linked()
+    store.save(force=True)
+    assert entries() == before
+    gone = next(f.id for f in store.feed_health() if f.url == FEEDS[1].url)
+    assert store.remove_feed(FEEDS[1].url)  # its links go from the live side; the card's
+    after = entries()  # go with the next save
+    assert after == {fid: n for fid, n in before.items() if fid != gone}
+    charted = {fid for fid, _, _ in store.news_per_day(to_iso(START - timedelta(days=90)))}
+    assert charted == {fid for fid, n in after.items() if n}
+
+
 def test_a_page_after_an_unknown_article_says_so(store: SQLStorage) -> None:
     fill(store, 5)
     with pytest.raises(UnknownArticle, match="no article 123456"):
@@ -237,18 +315,31 @@ def page_costs(folder: Path, grown: int) -> dict[str, int]:
             fid = added[spec.url]
             assert len(store.news_window(feed_id=fid, limit=50)) == count
             costs[name] = steps_of(store, lambda f=fid: store.news_window(feed_id=f, limit=50))
+            sql_reading.PLAN = "walk"
+            try:
+                costs[f"{name} walked"] = steps_of(
+                    store, lambda f=fid: store.news_window(feed_id=f, limit=50)
+                )
+            finally:
+                sql_reading.PLAN = None
         return costs
 
 
 def test_a_page_costs_the_same_in_a_database_ten_times_as_big(tmp_path: Path) -> None:
     """The same newest 400 articles, alone or with 3,600 older ones on the card: each
-    kind of page (all, a feed, a folder, the next page, a quiet feed's, a small feed's)
-    reads as many rows. Counted in the engine's steps, never in time; a page that read
-    the whole table would cost 10x (a quiet or small feed's did, walking the newest
-    articles for its own, before feed_entries_feed: bench scenario 11)."""
+    kind of page (all, a feed, a folder, the next page) reads as many rows. Counted in
+    the engine's steps, never in time; a page that read the whole table would cost 10x.
+    A quiet or a small feed's page reads the feed's own links, found in the narrow links
+    table read whole (no index by feed: it would cost every save to the card), so its
+    cost grows with the links, not with the articles: a fraction of walking the newest
+    articles for its own, which reads every article newer than its last (bench scenario
+    11)."""
     (tmp_path / "small").mkdir()
     (tmp_path / "big").mkdir()
     small = page_costs(tmp_path / "small", 1)
     big = page_costs(tmp_path / "big", 10)
-    for what in small:
+    for what in ("all", "feed", "folder", "next"):
         assert big[what] <= 1.5 * small[what] + 5, (what, small, big)
+    for what in ("quiet", "small"):
+        assert big[what] * 4 < big[f"{what} walked"], (what, big)
+        assert big[f"{what} walked"] > 5 * small[f"{what} walked"], (what, small, big)

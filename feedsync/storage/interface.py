@@ -302,7 +302,9 @@ class Reading(Protocol):
         the page continues after it (raises :class:`~feedsync.storage_errors.
         UnknownArticle` when there is no such article); ``bodies=False``: ``body`` left
         empty, and never read. Reads in index order: a page costs the articles newer
-        than its last one, not the size of the database (feedsync serve)."""
+        than its last one, not the size of the database (feedsync serve); a quiet or
+        small feed's page is read by its own links instead, found in the links table
+        (narrow rows, read whole: no article's row but the feed's)."""
         ...
 
     def content_key(self) -> str:

@@ -21,13 +21,15 @@ _FIRST_PAGE = ("9999", 2**62)
 # news_window's plans for one feed. The walk (the newest articles first, keeping the
 # feed's) reads about the entries since the feed's page-th newest: a few pages' worth for
 # a busy feed, most of the card for a quiet or small one. Reading the feed by its own links
-# (feed_entries_feed, version 11) costs a lookup per link the feed ever had, whatever the
-# card holds besides: cheap for a small or quiet feed, a waste for a busy one with years of
-# articles. Each page takes the cheaper, from marks read through the indexes
-# (feed_plan_marks); a link read costs about LINK_COST entries walked (bench scenario 11
-# measured both plans). PLAN forces one ("links" or "walk"): for the tests and the bench,
-# which compare them.
-LINK_COST = 2
+# (news_of_feed: the links table read whole, narrow and cheap, then each of the feed's
+# articles by its key, its row read for the time it sorts by) costs a few lookups per link
+# the feed ever had, whatever the card holds besides: cheap for a small or quiet feed, a
+# waste for a busy one with years of articles. Each page takes the cheaper, from marks
+# read in the links table (feed_plan_marks); a link read costs about LINK_COST entries
+# walked (measured at 20,000 articles on a PC: 42 us a link, 5 us an entry walked; bench/
+# drivers/serve_reads.py). PLAN forces one ("links" or "walk"): for the tests and the
+# bench, which compare them.
+LINK_COST = 8
 PLAN: str | None = None
 
 
@@ -103,8 +105,9 @@ class SQLReading(SQLCore):
 
     def _few_links(self, feed_id: int, limit: int) -> bool:
         """Whether a feed's page is cheaper read by its own links than by the walk: the
-        walk's entries estimated from the feed's ``limit``-th newest entry, the links
-        counted through the feed's index only as far as would still be cheaper."""
+        walk's entries estimated from the feed's ``limit``-th newest link, the links
+        counted only as far as would still be cheaper (both read in the narrow links
+        table alone: feed_plan_marks, feed_links_upto)."""
         if PLAN is not None:
             return PLAN == "links"
         marks = self._read("feed_plan_marks", feed_id=feed_id, limit=limit)[0]
@@ -115,6 +118,8 @@ class SQLReading(SQLCore):
             return True
         walked = int(marks["newest"]) - kth
         cap = walked // LINK_COST + 1
+        if cap <= limit:  # the feed has a page of links at least: the walk is cheaper
+            return False
         links = int(self._read("feed_links_upto", feed_id=feed_id, cap=cap)[0]["n"])
         return links < cap
 

@@ -125,7 +125,7 @@ SELECT count(*) AS n
 
 -- name: content_key
 -- Reading.content_key: the database's lineage and its content_version (counted by the
--- triggers of migrations/0012_content_version.sql, in the transaction that changed the
+-- triggers of migrations/0011_content_version.sql, in the transaction that changed the
 -- rows), two lookups by key.
 SELECT (SELECT value FROM meta WHERE key = 'lineage') || '.'
        || (SELECT value FROM meta WHERE key = 'content_version') AS key;

@@ -1,10 +1,10 @@
--- Version 12: the owner's title and folder of a feed count as content. feedsync serve
+-- Version 11: the owner's title and folder of a feed count as content. feedsync serve
 -- tags its pages and feeds with Reading.content_key (meta's content_version among
 -- others), and a feed's name and folder show on them: a change of user_title or
 -- category (`feedsync add --title`, the config's [[feeds]] title or folder) left the
 -- counter as it was, so a reader kept the old names, and a save found nothing to write
 -- until something else changed. PostgreSQL gains its counter in the same version
--- (sql/postgresql/migrations/0012_content_version.sql). Poll bookkeeping still counts
+-- (sql/postgresql/migrations/0011_content_version.sql). Poll bookkeeping still counts
 -- for nothing (0002_snapshot_meta.sql says why).
 DROP TRIGGER meta_feeds_update;
 CREATE TRIGGER meta_feeds_update AFTER UPDATE ON feeds

@@ -1,4 +1,4 @@
--- Version 12 (with sql/migrations/0012_content_version.sql): a counter of content
+-- Version 11 (with sql/migrations/0011_content_version.sql): a counter of content
 -- changes, meta's content_version, as SQLite has had since version 2. feedsync serve
 -- tags its pages and feeds with it (Reading.content_key: a 304 instead of a page read
 -- again), so it must move whenever an article, a feed's link to one, or what names a
