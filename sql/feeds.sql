@@ -113,13 +113,26 @@ SELECT coalesce(max(t), '') AS newest FROM (
 ) AS times;
 
 -- name: feed_health
--- title: the owner's if given, else the feed's own (feed_title).
+-- title: the owner's if given, else the feed's own (feed_title). A feed's entries are its
+-- links on the card, and those of the live database the card does not hold yet (a save
+-- copies them; the live side is the last days, each probed on the card by its key):
+-- counted in one pass over each side's narrow table, grouped by feed, not a count per
+-- feed (no index by feed: sql/migrations/0007_ram_and_card.sql keys the links by entry),
+-- nor through feed_entries_all, which probes the live database for every link of the
+-- card (feedsync serve reads this for its feeds page).
+WITH card_links AS (
+    SELECT feed_id, count(*) AS n FROM card.feed_entries GROUP BY feed_id),
+live_links AS (
+    SELECT m.feed_id, count(*) AS n FROM main.feed_entries AS m
+     WHERE NOT EXISTS (SELECT 1 FROM card.feed_entries AS c
+                        WHERE c.summary_id = m.summary_id AND c.feed_id = m.feed_id)
+     GROUP BY m.feed_id)
 SELECT f.id, f.url, coalesce(f.user_title, f.title) AS title, f.title AS feed_title,
        f.user_title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
        f.moved_from, f.category, f.next_poll_at,
-       coalesce(c.entries, 0) AS entries
-  FROM feeds AS f
-  LEFT JOIN (SELECT feed_id, count(*) AS entries FROM feed_entries_all GROUP BY feed_id) AS c
-         ON c.feed_id = f.id
+       coalesce(c.n, 0) + coalesce(l.n, 0) AS entries
+  FROM main.feeds AS f
+  LEFT JOIN card_links AS c ON c.feed_id = f.id
+  LEFT JOIN live_links AS l ON l.feed_id = f.id
  ORDER BY f.id;

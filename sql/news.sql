@@ -83,18 +83,21 @@ SELECT count(*) AS n FROM (
 -- name: news_of_feed
 -- The articles a feed carried, with the time they sort by: the articles of its entries
 -- (or of what they are revisions of), and those its entries turned out to duplicate.
+-- The feed's links are found once (`links`: each side's narrow table read whole, there
+-- being no index by feed; the card's checked against the live database's by key), its
+-- entries read by their keys, then the articles by the entries' keys.
+WITH links (summary_id) AS MATERIALIZED (
+    SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id),
+entries (article_entry, duplicate_of) AS MATERIALIZED (
+    SELECT coalesce(s.revision_of, s.id), s.duplicate_of FROM news_summary_all AS s
+     WHERE s.id IN (SELECT summary_id FROM links))
 SELECT n.id, coalesce(n.published, n.fetched_at) AS w
   FROM news_all AS n
- WHERE n.summary_id IN (
-        SELECT coalesce(s.revision_of, s.id) FROM news_summary_all AS s
-         WHERE s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id))
+ WHERE n.summary_id IN (SELECT article_entry FROM entries)
 UNION
 SELECT n.id, coalesce(n.published, n.fetched_at) AS w
   FROM news_all AS n
- WHERE n.id IN (
-        SELECT s.duplicate_of FROM news_summary_all AS s
-         WHERE s.duplicate_of IS NOT NULL
-           AND s.id IN (SELECT summary_id FROM feed_entries_all WHERE feed_id = :feed_id));
+ WHERE n.id IN (SELECT duplicate_of FROM entries WHERE duplicate_of IS NOT NULL);
 
 -- name: news_window
 -- feedsync serve: a page of articles, newest first in news_keys' order, of every feed, of
@@ -104,9 +107,14 @@ SELECT n.id, coalesce(n.published, n.fetched_at) AS w
 -- the time it sorts by, and the two merged, so the page reads the articles newer than
 -- its last one, never the whole table; a feed's own are told by a lookup per article
 -- (its entry's links, and the entries that are its revisions or duplicates: as
--- news_of_feed). With :bodies false the text is not read at all. The outer query names
--- w: without it SQLite does not merge the two sides' orders, it reads both whole and
--- sorts (100x slower at 20,000 articles).
+-- news_of_feed), the wanted feeds' ids made once (`wanted`, none when every feed is
+-- wanted). With :bodies false the text is not read at all. The outer query names w:
+-- without it SQLite does not merge the two sides' orders, it reads both whole and sorts
+-- (100x slower at 20,000 articles).
+WITH wanted (id) AS (
+    SELECT id FROM main.feeds
+     WHERE id = :feed_id OR category = :category
+        OR substr(category, 1, length(:category) + 1) = :category || '/')
 SELECT id, url, title, published, feed_title, author, language, fetched_at, body, w
   FROM (SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language,
                n.fetched_at, CASE WHEN :bodies THEN n.body ELSE '' END AS body,
@@ -115,25 +123,14 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
          WHERE coalesce(n.published, n.fetched_at) <= :w
            AND (:feed_id IS NULL AND :category IS NULL
                 OR EXISTS (SELECT 1 FROM main.feed_entries AS fe
-                            WHERE fe.summary_id = n.summary_id
-                              AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/'))
+                            WHERE fe.summary_id = n.summary_id AND fe.feed_id IN wanted)
                 OR EXISTS (SELECT 1 FROM card.feed_entries AS fe
-                            WHERE fe.summary_id = n.summary_id
-                              AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/'))
+                            WHERE fe.summary_id = n.summary_id AND fe.feed_id IN wanted)
                 OR EXISTS (SELECT 1 FROM news_summary_all AS s
                             WHERE (s.revision_of = n.summary_id OR s.duplicate_of = n.id)
                               AND EXISTS (SELECT 1 FROM feed_entries_all AS fe
                                            WHERE fe.summary_id = s.id
-                                             AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/'))))
+                                             AND fe.feed_id IN wanted)))
         UNION ALL
         SELECT n.id, n.url, n.title, n.published, n.feed_title, n.author, n.language,
                n.fetched_at, CASE WHEN :bodies THEN n.body ELSE '' END AS body,
@@ -143,28 +140,55 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
            AND n.id NOT IN (SELECT id FROM main.news)
            AND (:feed_id IS NULL AND :category IS NULL
                 OR EXISTS (SELECT 1 FROM main.feed_entries AS fe
-                            WHERE fe.summary_id = n.summary_id
-                              AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/'))
+                            WHERE fe.summary_id = n.summary_id AND fe.feed_id IN wanted)
                 OR EXISTS (SELECT 1 FROM card.feed_entries AS fe
-                            WHERE fe.summary_id = n.summary_id
-                              AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/'))
+                            WHERE fe.summary_id = n.summary_id AND fe.feed_id IN wanted)
                 OR EXISTS (SELECT 1 FROM news_summary_all AS s
                             WHERE (s.revision_of = n.summary_id OR s.duplicate_of = n.id)
                               AND EXISTS (SELECT 1 FROM feed_entries_all AS fe
                                            WHERE fe.summary_id = s.id
-                                             AND fe.feed_id IN (SELECT id FROM feeds
-                                                  WHERE id = :feed_id OR category = :category
-                                                     OR substr(category, 1, length(:category) + 1)
-                                                        = :category || '/')))))
+                                             AND fe.feed_id IN wanted))))
  WHERE w < :w OR id < :id
  ORDER BY w DESC, id DESC
  LIMIT :limit;
+
+-- name: feed_plan_marks
+-- What news_window needs to choose a feed's plan: the newest entry of all (each side's
+-- primary key ends there) and, on each side, the :limit-th newest link of the feed (NULL
+-- when the side holds fewer), found by reading the side's links from the newest back
+-- until it. The links are keyed by entry (summary_id, feed_id), with no index by feed (one
+-- would cost every save to the card a page per feed with new entries): the read is of
+-- that narrow table alone, no article's row (about 50 ns a link on a PC: 6 ms for the
+-- whole of 114,000, a fraction of one page's walk). The walk reads about the entries
+-- between the newest and the feed's :limit-th.
+SELECT max(coalesce((SELECT max(summary_id) FROM main.feed_entries), 0),
+           coalesce((SELECT max(summary_id) FROM card.feed_entries), 0)) AS newest,
+       (SELECT summary_id FROM main.feed_entries WHERE feed_id = :feed_id
+         ORDER BY summary_id DESC LIMIT 1 OFFSET :limit - 1) AS live_kth,
+       (SELECT summary_id FROM card.feed_entries WHERE feed_id = :feed_id
+         ORDER BY summary_id DESC LIMIT 1 OFFSET :limit - 1) AS card_kth;
+
+-- name: feed_links_upto
+-- How many links a feed has, counted up to :cap on each side, in each side's links table
+-- (read until the cap, or whole: feed_plan_marks says what that costs). The live
+-- database's links of the last days are on the card too after a save: counted twice,
+-- which a choice of plan does not mind.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM main.feed_entries WHERE feed_id = :feed_id
+                               LIMIT :cap))
+     + (SELECT count(*) FROM (SELECT 1 FROM card.feed_entries WHERE feed_id = :feed_id
+                               LIMIT :cap)) AS n;
+
+-- name: content_key
+-- Reading.content_key (feedsync serve's ETags): what changes whenever the articles, the
+-- links or the feeds' names change, read by key in each file's meta. The live side: its
+-- id (new with every live database, a restored one included: the counter starts again
+-- from the save's) and content_version (the triggers of 0002 and 0011; moves between the
+-- files leave it as it was, feedsync/storage/sqlite.py _neutral). The card side: a mark
+-- every write to the card that changed a row sets anew (feedsync/storage/card.py
+-- Card._write: a save, retention, a clock settled).
+SELECT (SELECT value FROM main.meta WHERE key = 'live_id') || '.'
+       || (SELECT value FROM main.meta WHERE key = 'content_version') || '.'
+       || coalesce((SELECT value FROM card.meta WHERE key = 'card_mark'), '') AS key;
 
 -- name: news_sort_key
 -- The time an article sorts by in the listings (news_window's :w after it).
@@ -174,28 +198,40 @@ SELECT id, coalesce(published, fetched_at) AS w FROM news_all WHERE id = :id;
 -- feedsync serve's chart: per feed and day of fetching (the day feedsync collected the
 -- article: a feed's own dates may be late, missing or in the future), the articles
 -- fetched since :since that it carried (through its entry, a revision or a duplicate, as
--- news_of_feed); read through the fetch time's index, so only the window's articles,
--- and each one's links by its entry (feed_entries_all would be read whole).
-WITH a AS (
-    SELECT n.id, substr(n.fetched_at, 1, 10) AS day, n.summary_id AS entry
-      FROM news_all AS n WHERE n.fetched_at >= :since
+-- news_of_feed). The window's articles are read once (`a`), each side through its fetch
+-- time's index, each article's row for its entry (the row's first page, not its text's
+-- overflow pages); the card's month by month (the arms: news_per_day_month for each,
+-- feedsync/storage/sqlite_reading.py), not through the card's `news` view, whose rows
+-- SQLite reads whole here, bodies and all (20 ms against 5.5 for the 4,700 articles of a
+-- window in 20,000). Then the entries that are their revisions or duplicates, through
+-- those columns' indexes, and the links by each entry's key; a link on the card of a
+-- feed since removed is told by the feed's key (an IN list of the feeds here made SQLite
+-- try every feed's id against every link: 170 ms against 30).
+WITH a AS MATERIALIZED (
+    SELECT id, substr(fetched_at, 1, 10) AS day, summary_id AS entry
+      FROM main.news WHERE fetched_at >= :since
     UNION ALL
-    SELECT n.id, substr(n.fetched_at, 1, 10), s.id
-      FROM news_all AS n JOIN news_summary_all AS s ON s.revision_of = n.summary_id
-     WHERE n.fetched_at >= :since
+    SELECT id, substr(fetched_at, 1, 10), summary_id FROM ({arms}) AS c
+     WHERE c.id NOT IN (SELECT id FROM main.news)),
+carried (id, day, entry) AS (
+    SELECT id, day, entry FROM a
     UNION ALL
-    SELECT n.id, substr(n.fetched_at, 1, 10), s.id
-      FROM news_all AS n JOIN news_summary_all AS s ON s.duplicate_of = n.id
-     WHERE n.fetched_at >= :since)
+    SELECT a.id, a.day, s.id FROM a JOIN news_summary_all AS s ON s.revision_of = a.entry
+    UNION ALL
+    SELECT a.id, a.day, s.id FROM a JOIN news_summary_all AS s ON s.duplicate_of = a.id)
 SELECT feed_id, day, count(DISTINCT id) AS articles
-  FROM (SELECT fe.feed_id, a.day, a.id
-          FROM a JOIN main.feed_entries AS fe ON fe.summary_id = a.entry
+  FROM (SELECT fe.feed_id, c.day, c.id
+          FROM carried AS c JOIN main.feed_entries AS fe ON fe.summary_id = c.entry
         UNION ALL
-        SELECT fe.feed_id, a.day, a.id
-          FROM a JOIN card.feed_entries AS fe ON fe.summary_id = a.entry
-         WHERE fe.feed_id IN (SELECT id FROM main.feeds)) AS linked
+        SELECT fe.feed_id, c.day, c.id
+          FROM carried AS c JOIN card.feed_entries AS fe ON fe.summary_id = c.entry
+         WHERE EXISTS (SELECT 1 FROM main.feeds AS f WHERE f.id = fe.feed_id)) AS linked
  GROUP BY feed_id, day
  ORDER BY feed_id, day;
+
+-- name: news_per_day_month
+-- news_per_day's articles of one month's table on the card fetched since :since.
+SELECT id, fetched_at, summary_id FROM card.news_{month} WHERE fetched_at >= :since;
 
 -- name: news_by_id
 SELECT id, url, title, published, feed_title, author, language, fetched_at, body

@@ -302,7 +302,23 @@ class Reading(Protocol):
         the page continues after it (raises :class:`~feedsync.storage_errors.
         UnknownArticle` when there is no such article); ``bodies=False``: ``body`` left
         empty, and never read. Reads in index order: a page costs the articles newer
-        than its last one, not the size of the database (feedsync serve)."""
+        than its last one, not the size of the database (feedsync serve); a quiet or
+        small feed's page is read by its own links instead, found in the links table
+        (narrow rows, read whole: no article's row but the feed's)."""
+        ...
+
+    def content_key(self) -> str:
+        """A short string that changes whenever anything a page of articles, an article,
+        a search or a feed document may show has changed: articles added, changed or
+        deleted (on SQLite on either file: a save, retention on the card, a clock
+        settled), a feed's links, a feed added or removed, its title, the owner's title,
+        its folder, whether it is enabled. The same string means the same content, also
+        after the storage is closed and opened again (feedsync serve's ETags outlive a
+        server that exited idle). It may change without such a change (SQLite counts
+        entries' states too), never the other way. Poll bookkeeping (the last poll, errors,
+        validators, leases) does not change it: pages that show those (the feeds' health,
+        the status) must not be tagged with it. Read before the content it tags, a few
+        lookups by key (never a scan)."""
         ...
 
     def news_per_day(self, since: str) -> list[tuple[int, str, int]]:

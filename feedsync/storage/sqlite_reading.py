@@ -110,6 +110,20 @@ class SQLiteReading(SQLStorage):
         query = card_layout.sql(name, month)
         return self._retry(lambda: self._conn.execute(query, params))
 
+    def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
+        """(feed id, day, articles) of the articles fetched since ``since`` (sql/news.sql
+        news_per_day), the card's read month by month: through the card's view SQLite
+        would read every article of the window whole, bodies and all."""
+        months = [month for month, _ in self._months()]
+        arms = " UNION ALL ".join(
+            card_layout.sql("news_per_day_month", m).rstrip().removesuffix(";") for m in months
+        )
+        query = card_layout.sql(
+            "news_per_day", arms=arms or "SELECT NULL AS id, '' AS fetched_at, NULL AS summary_id"
+        )
+        rows = self._retry(lambda: self._conn.execute(query, {"since": since}).fetchall())
+        return [(int(r["feed_id"]), str(r["day"]), int(r["articles"])) for r in rows]
+
     def export_news(self, since: str) -> Iterator[NewsItem]:
         """Every article since ``since``, oldest first, one at a time: a cursor per side
         (the live database, each month on the card), merged by id, in one read
