@@ -68,8 +68,8 @@ CSS = "text/css; charset=utf-8"
 
 #: articles on a page of the news and of a search
 PER_PAGE = 30
-#: a search counts its hits up to this many ("more than 300 found" beyond): the count
-#: costs the hits' snippets, and a Pi need not make a thousand to say "many"
+#: a search counts its hits up to this many ("more than 300 found" beyond), without
+#: their snippets (Reading.search_count); only the page's hits are made
 SEARCH_COUNTED = 300
 #: the furthest page of a search (each page asks for all the hits before it)
 SEARCH_PAGES = 100
@@ -115,7 +115,7 @@ class Pages:
         items = items[:PER_PAGE]
         heading = "News"
         if feed_id is not None:
-            name = next((f.title or f.url for f in storage.feed_health() if f.id == feed_id), None)
+            name = storage.feed_name(feed_id)
             if name is None:
                 return web.text(404, f"no feed {feed_id} (see /feeds)")
             heading = f"News from {name}"
@@ -174,8 +174,8 @@ class Pages:
             page_bytes = layout("Search", main, query=query)
             return web.Response(400, HTML, page_bytes)
         counted = max(page * PER_PAGE, SEARCH_COUNTED)
-        hits = storage.search(query, counted + 1, (t.MARK_ON, t.MARK_OFF))
-        total = len(hits)
+        total = storage.search_count(query, counted + 1)
+        hits = storage.search(query, page * PER_PAGE, (t.MARK_ON, t.MARK_OFF))
         shown = hits[(page - 1) * PER_PAGE : page * PER_PAGE]
         if total > counted:
             found = f"More than {counted} articles found"

@@ -237,21 +237,18 @@ def select(storage: Storage, path: str, extension: str) -> Selection:
     stem = path.removesuffix(extension)
     if stem == "/feeds/all":
         return Selection("feedsync: all feeds", stem)
-    feeds = storage.feed_health()
     if stem.startswith("/feeds/category/"):
         name = stem.removeprefix("/feeds/category/")
-        if not name or not any(
-            f.category == name or (f.category or "").startswith(name + "/") for f in feeds
-        ):
+        if not name or not storage.has_category(name):
             raise BadRequest(404, f"no category {name!r}")
         return Selection(f"feedsync: {name}", stem, category=name)
     ref = stem.removeprefix("/feeds/")
-    if not ref.isdigit() or ref.startswith("0"):
+    if not ref.isdigit() or ref.startswith("0") or len(ref) > 18:
         raise BadRequest(404, f"no feed {ref!r}")
-    found = next((f for f in feeds if f.id == int(ref)), None)
+    found = storage.feed_name(int(ref))
     if found is None:
         raise BadRequest(404, f"no feed {ref}")
-    return Selection(f"feedsync: {found.title or found.url}", stem, feed_id=found.id)
+    return Selection(f"feedsync: {found}", stem, feed_id=int(ref))
 
 
 def window_of(
