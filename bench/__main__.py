@@ -35,12 +35,13 @@ from bench.scenarios import (
     memory,
     pg_scale,
     scale,
+    serve,
     startup,
     writes,
     year,
 )
 
-SCENARIOS = set(range(1, 11))
+SCENARIOS = set(range(1, 12))
 
 QUICK_OUTPUT = BENCH / "quick-results"
 
@@ -73,6 +74,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--latency-feeds", type=int, help="feeds polled in scenario 10 (default 400)"
     )
+    parser.add_argument(
+        "--serve-articles", type=int, help="articles scenario 11 serves (default 100000)"
+    )
+    parser.add_argument("--serve-days", type=int, help="days of fetching they span (default 120)")
     parser.add_argument(
         "--latency-sqlite",
         action="store_true",
@@ -113,7 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     params = Params.quick_mode() if args.quick else Params()
     overrides = {
         name: getattr(args, name)
-        for name in ("repeat", "feeds", "entries", "articles", "pg_feeds", "latency_feeds")
+        for name in (
+            "repeat",
+            "feeds",
+            "entries",
+            "articles",
+            "pg_feeds",
+            "latency_feeds",
+            "serve_articles",
+            "serve_days",
+        )
         if getattr(args, name) is not None
     }
     if any(v < 1 for v in overrides.values()):
@@ -218,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             attempt((9,), lambda: [year.run(bench)])
         if 10 in chosen:
             attempt((10,), lambda: [latency.run(bench)])
+        if 11 in chosen:
+            attempt((11,), lambda: [serve.run(bench)])
     finally:
         bench.close()
 

@@ -56,6 +56,10 @@ class Params:
     year_early: int = 10  # the week compared: around this day (10,000 articles)...
     year_late: int = 120  # ...against around this one (about 100,000)
     year_ram_budget: str = "50MB"  # half of a 1 GB Pi's /run
+    serve_articles: int = 100_000  # scenario 11: the archive feedsync serve reads (year's size)
+    serve_days: int = 120
+    serve_feeds: int = 100
+    serve_requests: int = 30  # timed requests per page, after 3 warm-ups
 
     @classmethod
     def quick_mode(cls) -> Params:
@@ -86,6 +90,10 @@ class Params:
             year_days=8,
             year_early=2,
             year_late=7,
+            serve_articles=1_500,
+            serve_days=12,
+            serve_feeds=10,
+            serve_requests=3,
         )
 
 

@@ -126,13 +126,21 @@ SELECT coalesce(max(t), '') AS newest FROM (
 ) AS times;
 
 -- name: feed_health
--- title: the owner's if given, else the feed's own (feed_title).
+-- title: the owner's if given, else the feed's own (feed_title). A feed's entries are its
+-- links on both sides, less those the live database holds that the card holds too (a
+-- save copies them; the live side is the last days): counted through feed_entries_feed
+-- (version 11), not through feed_entries_all, which probes the live database for every
+-- link of the card (4x the time: feedsync serve reads this for every feed document).
 SELECT f.id, f.url, coalesce(f.user_title, f.title) AS title, f.title AS feed_title,
        f.user_title, f.enabled, f.disabled_reason, f.origin, f.latest_published,
        f.last_poll_at, f.last_success_at, f.error_count, f.last_error, f.last_warning,
        f.moved_from, f.category, f.next_poll_at,
-       coalesce(c.entries, 0) AS entries
+       (SELECT count(*) FROM main.feed_entries WHERE feed_id = f.id)
+       + (SELECT count(*) FROM card.feed_entries WHERE feed_id = f.id)
+       - (SELECT count(*) FROM main.feed_entries AS m
+           WHERE m.feed_id = f.id
+             AND EXISTS (SELECT 1 FROM card.feed_entries AS c
+                          WHERE c.summary_id = m.summary_id AND c.feed_id = m.feed_id))
+           AS entries
   FROM feeds AS f
-  LEFT JOIN (SELECT feed_id, count(*) AS entries FROM feed_entries_all GROUP BY feed_id) AS c
-         ON c.feed_id = f.id
  ORDER BY f.id;

@@ -166,6 +166,39 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at, body
  ORDER BY w DESC, id DESC
  LIMIT :limit;
 
+-- name: feed_plan_marks
+-- What news_window needs to choose a feed's plan, read through the indexes in a few
+-- steps: the newest entry of all (each side's primary key ends there) and, on each side,
+-- the :limit-th newest entry of the feed (feed_entries_feed, version 11; NULL when the
+-- side holds fewer). The walk reads about the entries between the two.
+SELECT max(coalesce((SELECT max(summary_id) FROM main.feed_entries), 0),
+           coalesce((SELECT max(summary_id) FROM card.feed_entries), 0)) AS newest,
+       (SELECT summary_id FROM main.feed_entries WHERE feed_id = :feed_id
+         ORDER BY summary_id DESC LIMIT 1 OFFSET :limit - 1) AS live_kth,
+       (SELECT summary_id FROM card.feed_entries WHERE feed_id = :feed_id
+         ORDER BY summary_id DESC LIMIT 1 OFFSET :limit - 1) AS card_kth;
+
+-- name: feed_links_upto
+-- How many links a feed has, counted up to :cap on each side, through feed_entries_feed.
+-- The live database's links of the last days are on the card too after a save: counted
+-- twice, which a choice of plan does not mind.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM main.feed_entries WHERE feed_id = :feed_id
+                               LIMIT :cap))
+     + (SELECT count(*) FROM (SELECT 1 FROM card.feed_entries WHERE feed_id = :feed_id
+                               LIMIT :cap)) AS n;
+
+-- name: content_key
+-- Reading.content_key (feedsync serve's ETags): what changes whenever the articles, the
+-- links or the feeds' names change, read by key in each file's meta. The live side: its
+-- id (new with every live database, a restored one included: the counter starts again
+-- from the save's) and content_version (the triggers of 0002 and 0012; moves between the
+-- files leave it as it was, feedsync/storage/sqlite.py _neutral). The card side: a mark
+-- every write to the card that changed a row sets anew (feedsync/storage/card.py
+-- Card._write: a save, retention, a clock settled).
+SELECT (SELECT value FROM main.meta WHERE key = 'live_id') || '.'
+       || (SELECT value FROM main.meta WHERE key = 'content_version') || '.'
+       || coalesce((SELECT value FROM card.meta WHERE key = 'card_mark'), '') AS key;
+
 -- name: news_sort_key
 -- The time an article sorts by in the listings (news_window's :w after it).
 SELECT id, coalesce(published, fetched_at) AS w FROM news_all WHERE id = :id;

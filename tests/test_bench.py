@@ -1,6 +1,6 @@
 """The benchmark harness (bench/) keeps working: its quick mode runs every scenario.
 
-No assertion on timings (CI machines are noisy and small): only that each of the ten
+No assertion on timings (CI machines are noisy and small): only that each of the eleven
 scenarios produced figures for feedsync and for its baseline, and that the report was
 written. The first run creates the baseline's own venv (bench/.venv-baseline, with the
 PyPI package ``reader``), so it needs pip to reach a package index. Scenarios 8 and 10
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = list(range(1, 11))
+SCENARIOS = list(range(1, 12))
 ON_POSTGRESQL = (8, 10)
 
 

@@ -6,13 +6,15 @@ and a page that costs the same in a database ten times as big."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from conftest import BACKENDS
-from servedb import FEEDS, START, extract_all, fill, grow, poll
+from servedb import FEEDS, START, FeedSpec, extract_all, feed_ids, fill, grow, poll
 
 from feedsync.records import Entry, NewsItem
+from feedsync.storage import sql_reading
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
 from feedsync.storage_errors import UnknownArticle
@@ -36,6 +38,15 @@ def store(opener: Callable[[], SQLStorage]) -> Iterator[SQLStorage]:
     storage = opener()
     yield storage
     storage.close()
+
+
+@pytest.fixture(params=["links", "walk", "chosen"])
+def plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A feed's page read by either plan of news_window (sql_reading.PLAN), by the feed's
+    own links or by the walk through the newest articles, or by the one news_window
+    chooses (feed_plan_marks). All must show the same pages."""
+    monkeypatch.setattr(sql_reading, "PLAN", None if request.param == "chosen" else request.param)
+    return str(request.param)
 
 
 def listing_order(items: list[NewsItem]) -> list[int]:
@@ -70,7 +81,7 @@ def test_pages_visit_every_article_once_in_the_listing_order(store: SQLStorage) 
     assert store.news_list("", None, ARTICLES) == [i._replace(body="") for p in pages for i in p]
 
 
-def test_a_feed_or_a_folder_pages_through_its_own_articles(store: SQLStorage) -> None:
+def test_a_feed_or_a_folder_pages_through_its_own_articles(store: SQLStorage, plan: str) -> None:
     ids = fill(store, ARTICLES)
     world, local, tech, letters = (ids[spec.url] for spec in FEEDS)
     for fid in (world, local, tech, letters):
@@ -90,7 +101,7 @@ def test_a_feed_or_a_folder_pages_through_its_own_articles(store: SQLStorage) ->
     assert shared and all(len(set(f[0] for f in both[n])) == 2 for n in shared)
 
 
-def test_an_article_linked_as_a_revision_is_its_feeds_too(store: SQLStorage) -> None:
+def test_an_article_linked_as_a_revision_is_its_feeds_too(store: SQLStorage, plan: str) -> None:
     """A feed that carried only a revision of an article (linked, never fetched) lists
     the article: news_of_feed's rule, which news list --feed shows."""
     ids = fill(store, 8)
@@ -122,7 +133,9 @@ def test_articles_per_feed_and_day_of_fetching(store: SQLStorage) -> None:
     assert store.news_per_day("2099-01-01T00:00:00Z") == []
 
 
-def test_articles_the_card_holds_after_a_save_keep_their_place(tmp_path: Path) -> None:
+def test_articles_the_card_holds_after_a_save_keep_their_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "feedsync.db"
     with SQLiteStorage.open(path) as store:
         fill(store, ARTICLES)
@@ -132,6 +145,12 @@ def test_articles_the_card_holds_after_a_save_keep_their_place(tmp_path: Path) -
         poll(store, 1, [Entry("https://site.example/late", "Late", to_iso(later))], later)
         extract_all(store, later)
         after = [i.id for p in every_page(store, 9) for i in p]
+        # a feed's pages, from both files, by both plans
+        by_plan = {}
+        for forced in ("links", "walk"):
+            monkeypatch.setattr(sql_reading, "PLAN", forced)
+            by_plan[forced] = [i.id for p in every_page(store, 4, feed_id=1) for i in p]
+        assert by_plan["links"] == by_plan["walk"] == [i.id for i in store.news_list("", 1, 99)]
     assert after[1:] == [i for p in before for i in p]  # the newest is the new one
     live = sqlite3_count(path.with_name("feedsync-live.db"))
     assert live < ARTICLES  # most were read from the card
@@ -164,28 +183,69 @@ def steps_of(store: SQLiteStorage, read: Callable[[], object]) -> int:
     return count[0]
 
 
+QUIET = FeedSpec("https://quiet.example/feed", "Quiet", "Quiet")
+SMALL = FeedSpec("https://small.example/feed", "Small", "Small")
+
+
 def page_costs(folder: Path, grown: int) -> dict[str, int]:
+    """The steps of each kind of page in 400 articles grown ``grown`` times, and two
+    feeds added after growing, the same in both sizes: a QUIET one (5 articles, the last
+    two months before the newest) and a SMALL one (4 articles among the newest 400)."""
     path = folder / "feedsync.db"
     with SQLiteStorage.open(path) as store:
         ids = fill(store, 400)
     grow(path.with_name("feedsync-live.db"), grown)
     with SQLiteStorage.open(path) as store:
+        added = feed_ids(store, (QUIET, SMALL))
+        long_ago = START - timedelta(days=60)
+        poll(
+            store,
+            added[QUIET.url],
+            [
+                Entry(
+                    f"https://quiet.example/{n}", f"Quiet {n}", to_iso(long_ago - timedelta(days=n))
+                )
+                for n in range(5)
+            ],
+            long_ago,
+        )
+        poll(
+            store,
+            added[SMALL.url],
+            [
+                Entry(
+                    f"https://small.example/{n}",
+                    f"Small {n}",
+                    to_iso(START + timedelta(minutes=100 * n)),
+                )
+                for n in range(4)
+            ],
+            START,
+        )
+        extract_all(store, START)
         store.save(force=True)
-        assert store.counts()["articles"] == 400 * grown
+        assert store.counts()["articles"] == 400 * grown + 9
         world = ids[FEEDS[0].url]
         last = store.news_window(limit=50)[-1].id
-        return {
+        costs = {
             "all": steps_of(store, lambda: store.news_window(limit=50)),
             "feed": steps_of(store, lambda: store.news_window(feed_id=world, limit=50)),
             "folder": steps_of(store, lambda: store.news_window(category="News", limit=50)),
             "next": steps_of(store, lambda: store.news_window(before=last, limit=50)),
         }
+        for name, spec, count in (("quiet", QUIET, 5), ("small", SMALL, 4)):
+            fid = added[spec.url]
+            assert len(store.news_window(feed_id=fid, limit=50)) == count
+            costs[name] = steps_of(store, lambda f=fid: store.news_window(feed_id=f, limit=50))
+        return costs
 
 
 def test_a_page_costs_the_same_in_a_database_ten_times_as_big(tmp_path: Path) -> None:
     """The same newest 400 articles, alone or with 3,600 older ones on the card: each
-    kind of page (all, a feed, a folder, the next page) reads as many rows. Counted in
-    the engine's steps, never in time; a page that read the whole table would cost 10x."""
+    kind of page (all, a feed, a folder, the next page, a quiet feed's, a small feed's)
+    reads as many rows. Counted in the engine's steps, never in time; a page that read
+    the whole table would cost 10x (a quiet or small feed's did, walking the newest
+    articles for its own, before feed_entries_feed: bench scenario 11)."""
     (tmp_path / "small").mkdir()
     (tmp_path / "big").mkdir()
     small = page_costs(tmp_path / "small", 1)

@@ -45,6 +45,7 @@ database) and ``card_restore.py`` (the live database from the card).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -142,7 +143,22 @@ class Card:
         return int(busy.write(self._conn, lambda c: to_card_layout(c, now), str(self.path)))
 
     def _write(self, work: Callable[[sqlite3.Connection], object]) -> object:
-        return busy.write(self._conn, work, f"the card database {self.path}")
+        """``work`` in one write transaction on the card; if it changed anything (a row,
+        a table: a save, retention, a clock settled), a new random ``card_mark`` in the
+        card's meta, in the same transaction: the card's part of the storage's
+        content_key (sql/news.sql). Random, not counted: a card begun anew must not
+        repeat a mark an older one had. A save that found nothing to write leaves it."""
+
+        def marked(conn: sqlite3.Connection) -> object:
+            before = (conn.total_changes, _schema_version(conn))
+            result = work(conn)
+            if (conn.total_changes, _schema_version(conn)) != before:
+                conn.execute(
+                    queries()["meta_set"], {"key": "card_mark", "value": os.urandom(8).hex()}
+                )
+            return result
+
+        return busy.write(self._conn, marked, f"the card database {self.path}")
 
     # ------------------------------------------------------------ saving
 
@@ -413,3 +429,8 @@ def _daemon_heartbeat(conn: sqlite3.Connection, live: dict[str, str]) -> None:
     for key, value in live.items():
         if key.startswith("daemon_"):
             conn.execute(queries()["meta_set"], {"key": key, "value": value})
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    """The card's schema cookie: moves when a month's table is made or dropped."""
+    return int(conn.execute("PRAGMA main.schema_version").fetchone()[0])

@@ -316,6 +316,20 @@ class Reading(Protocol):
         than its last one, not the size of the database (feedsync serve)."""
         ...
 
+    def content_key(self) -> str:
+        """A short string that changes whenever anything a page of articles, an article,
+        a search or a feed document may show has changed: articles added, changed or
+        deleted (on SQLite on either file: a save, retention on the card, a clock
+        settled), a feed's links, a feed added or removed, its title, the owner's title,
+        its folder, whether it is enabled. The same string means the same content, also
+        after the storage is closed and opened again (feedsync serve's ETags outlive a
+        server that exited idle). It may change without such a change (SQLite counts
+        entries' states too), never the other way. Poll bookkeeping (the last poll, errors,
+        validators, leases) does not change it: pages that show those (the feeds' health,
+        the status) must not be tagged with it. Read before the content it tags, a few
+        lookups by key (never a scan)."""
+        ...
+
     def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
         """(feed id, "YYYY-MM-DD", articles) for the articles fetched since ``since``, by
         the day they were fetched (a feed's own dates may be late, missing or in the

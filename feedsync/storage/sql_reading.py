@@ -18,6 +18,18 @@ from feedsync.storage_errors import UnknownArticle
 # news_window's first page: after every sort key (ISO times are text) and every id
 _FIRST_PAGE = ("9999", 2**62)
 
+# news_window's plans for one feed. The walk (the newest articles first, keeping the
+# feed's) reads about the entries since the feed's page-th newest: a few pages' worth for
+# a busy feed, most of the card for a quiet or small one. Reading the feed by its own links
+# (feed_entries_feed, version 11) costs a lookup per link the feed ever had, whatever the
+# card holds besides: cheap for a small or quiet feed, a waste for a busy one with years of
+# articles. Each page takes the cheaper, from marks read through the indexes
+# (feed_plan_marks); a link read costs about LINK_COST entries walked (bench scenario 11
+# measured both plans). PLAN forces one ("links" or "walk"): for the tests and the bench,
+# which compare them.
+LINK_COST = 2
+PLAN: str | None = None
+
 
 class SQLReading(SQLCore):
     """The Reading role over named queries."""
@@ -76,6 +88,8 @@ class SQLReading(SQLCore):
             if not rows:
                 raise UnknownArticle(f"no article {before}")
             w, after = str(rows[0]["w"]), int(rows[0]["id"])
+        if feed_id is not None and category is None and self._few_links(feed_id, limit):
+            return self._feed_window(feed_id, (w, after), limit, bodies)
         rows = self._read(
             "news_window",
             w=w,
@@ -86,6 +100,51 @@ class SQLReading(SQLCore):
             bodies=bodies,
         )
         return [NewsItem(*(r[name] for name in NewsItem._fields)) for r in rows]
+
+    def _few_links(self, feed_id: int, limit: int) -> bool:
+        """Whether a feed's page is cheaper read by its own links than by the walk: the
+        walk's entries estimated from the feed's ``limit``-th newest entry, the links
+        counted through the feed's index only as far as would still be cheaper."""
+        if PLAN is not None:
+            return PLAN == "links"
+        marks = self._read("feed_plan_marks", feed_id=feed_id, limit=limit)[0]
+        kth = max(
+            (int(k) for k in (marks["live_kth"], marks["card_kth"]) if k is not None), default=None
+        )
+        if kth is None:  # fewer than a page of links on each side: the walk reads it all
+            return True
+        walked = int(marks["newest"]) - kth
+        cap = walked // LINK_COST + 1
+        links = int(self._read("feed_links_upto", feed_id=feed_id, cap=cap)[0]["n"])
+        return links < cap
+
+    def _feed_window(
+        self, feed_id: int, after: tuple[str, int], limit: int, bodies: bool
+    ) -> list[NewsItem]:
+        """news_window of a feed with few links: every article it carried with its sort
+        key (news_of_feed, as news_list reads a feed), the page's keys picked in the
+        listing's order after ``after``, then those rows."""
+        keys = sorted(
+            (
+                key
+                for key in (
+                    (str(r["w"]), int(r["id"])) for r in self._read("news_of_feed", feed_id=feed_id)
+                )
+                if key < after
+            ),
+            reverse=True,
+        )[:limit]
+        items = []
+        for _, news_id in keys:
+            found = self._read("news_by_id", id=news_id)
+            if found:
+                row = dict(found[0])
+                items.append(NewsItem(**(row if bodies else {**row, "body": ""})))
+        return items
+
+    def content_key(self) -> str:
+        """sql/news.sql content_key (each engine's: meta's counters, read by key)."""
+        return str(self._read("content_key")[0]["key"])
 
     def news_per_day(self, since: str) -> list[tuple[int, str, int]]:
         """(feed id, day, articles) of the articles fetched since ``since``, by the day

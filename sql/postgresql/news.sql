@@ -59,6 +59,17 @@ SELECT id, url, title, published, feed_title, author, language, fetched_at,
  ORDER BY coalesce(n.published, n.fetched_at) DESC, n.id DESC
  LIMIT :limit;
 
+-- name: feed_plan_marks
+-- (sql/news.sql says what.) One table, through its primary key (feed_id, summary_id).
+SELECT coalesce((SELECT max(summary_id) FROM feed_entries), 0) AS newest,
+       (SELECT summary_id FROM feed_entries WHERE feed_id = CAST(:feed_id AS BIGINT)
+         ORDER BY summary_id DESC LIMIT 1 OFFSET :limit - 1) AS live_kth,
+       NULL AS card_kth;
+
+-- name: feed_links_upto
+SELECT count(*) AS n
+  FROM (SELECT 1 FROM feed_entries WHERE feed_id = CAST(:feed_id AS BIGINT) LIMIT :cap) AS l;
+
 -- name: news_per_day
 SELECT fe.feed_id, substr(a.fetched_at, 1, 10) AS day, count(DISTINCT a.id) AS articles
   FROM news AS a
@@ -122,3 +133,10 @@ SELECT count(*) AS n
    AND coalesce(s.published, s.first_seen_at) >= :since
    AND (CAST(:feed_id AS BIGINT) IS NULL
         OR s.id IN (SELECT summary_id FROM feed_entries WHERE feed_id = :feed_id));
+
+-- name: content_key
+-- Reading.content_key: the database's lineage and its content_version (counted by the
+-- triggers of migrations/0012_content_version.sql, in the transaction that changed the
+-- rows), two lookups by key.
+SELECT (SELECT value FROM meta WHERE key = 'lineage') || '.'
+       || (SELECT value FROM meta WHERE key = 'content_version') AS key;
