@@ -160,6 +160,23 @@ SELECT rowid AS id, bm25(news_fts_{month}, 10.0, 1.0) AS score
  ORDER BY score
  LIMIT :limit;
 
+-- name: card_search_count
+-- search_count: how many of card_search's ids (the :limit best) are articles that match
+-- :text (feedsync_matches: the judge search applies to each) and that the live database
+-- does not hold (its copy is counted by the scan), at most :cap. No row and no text
+-- leaves SQLite, no snippet is cut: the count of a search page's "N found".
+SELECT count(*) AS n FROM (
+    SELECT 1
+      FROM (SELECT rowid AS id FROM news_fts_{month}
+             WHERE news_fts_{month} MATCH :query
+             ORDER BY bm25(news_fts_{month}, 10.0, 1.0)
+             LIMIT :limit) AS hit
+      JOIN news_{month} AS n ON n.id = hit.id
+     WHERE hit.id NOT IN (SELECT id FROM main.news)
+       AND feedsync_matches(:text, n.title || ' ' || n.body)
+     LIMIT :cap
+) AS found;
+
 -- ---------------------------------------------------------------- retention
 
 -- name: card_month_span

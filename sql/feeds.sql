@@ -49,6 +49,19 @@ UPDATE feeds
                               ELSE disabled_reason END
  WHERE id = :id;
 
+-- name: feed_name
+-- One feed's names, for its page and its full-text feeds: one row by its key, where
+-- feed_health reads every feed and counts their entries.
+SELECT id, url, coalesce(user_title, title) AS title FROM feeds WHERE id = :id;
+
+-- name: category_feed
+-- A feed in the folder :category or a folder below it ("News" covers "News/World", not
+-- "Newsletters"; news_window's rule): whether a category's full-text feed exists.
+SELECT id FROM feeds
+ WHERE category = :category
+    OR substr(category, 1, length(:category) + 1) = :category || '/'
+ LIMIT 1;
+
 -- name: feed_set_identity
 UPDATE feeds SET identity = :identity WHERE id = :id AND identity <> :identity;
 

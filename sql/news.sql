@@ -274,6 +274,21 @@ SELECT id, url, title, published, feed_title, fetched_at, body
    AND id NOT IN (SELECT id FROM main.news)
    AND feedsync_matches(:query, title || ' ' || body);
 
+-- name: news_scan_count
+-- search_count: how many news_scan would give, at most :cap (the rows stay in SQLite).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM main.news WHERE feedsync_matches(:query, title || ' ' || body) LIMIT :cap
+) AS found;
+
+-- name: news_scan_month_count
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM news_{month}
+     WHERE id > :after
+       AND id NOT IN (SELECT id FROM main.news)
+       AND feedsync_matches(:query, title || ' ' || body)
+     LIMIT :cap
+) AS found;
+
 -- name: news_hits
 -- Search, the rows of the articles the index found.
 SELECT id, url, title, published, feed_title, fetched_at, body

@@ -343,3 +343,55 @@ def test_a_page_costs_the_same_in_a_database_ten_times_as_big(tmp_path: Path) ->
     for what in ("quiet", "small"):
         assert big[what] * 4 < big[f"{what} walked"], (what, big)
         assert big[f"{what} walked"] > 5 * small[f"{what} walked"], (what, small, big)
+
+
+def test_a_search_count_is_the_number_of_hits_search_gives(store: SQLStorage) -> None:
+    """search_count (a search page's "N found", made without snippets) counts the hits
+    search gives for the same cap, on both engines; on SQLite across the card's index,
+    a month's newest rows it has not indexed yet and the live database's."""
+    fill(store, ARTICLES)
+    if isinstance(store, SQLiteStorage):
+        store.save(force=True)
+        store._card_db().index_all(to_iso(START))
+    later = START.replace(day=3)
+    for n in range(5):  # not in the index yet: found by the scan
+        poll(store, 1, [Entry(f"https://site.example/late/{n}", f"Late story {n}", None)], later)
+    extract_all(store, later)
+    expected = {
+        "story": ARTICLES + 5,
+        "late": 5,
+        "story -late": ARTICLES,
+        "story 1": 11 + 1,  # Story 1, 10-19; Late story 1
+        '"7 story"': 0,  # the index finds its words; the phrase is not there
+        "story OR nothing": ARTICLES + 5,
+        "nothing": 0,
+    }
+    for query, total in expected.items():
+        assert store.search_count(query, 1000) == total, query
+        for cap in (1, 4, 11, 12, ARTICLES, ARTICLES + 6):
+            # (search looks at cap * 4 candidates: "story -late" on PostgreSQL, newest
+            # first, may find fewer than cap among them; the count says the same)
+            hits = store.search(query, cap, ("[", "]"))
+            assert store.search_count(query, cap) == len(hits), (query, cap)
+    for cap in (1, 4, ARTICLES + 5, ARTICLES + 6):
+        assert store.search_count("story", cap) == min(cap, ARTICLES + 5)
+
+
+def test_one_feeds_name_and_a_folders_feeds_without_the_whole_list(store: SQLStorage) -> None:
+    """feed_name and has_category (a feed's page, a category's full-text feed) say what
+    feed_health's list of every feed says."""
+    ids = fill(store, 8)
+    world = ids[FEEDS[0].url]
+    assert store.feed_name(world) == "World"  # its owner's title
+    store.add_feed("https://untitled.example/feed", to_iso(START))
+    untitled = max(f.id for f in store.feed_health())
+    assert store.feed_name(untitled) == "https://untitled.example/feed"  # no title yet
+    poll(store, untitled, [], START, title="Its own title")
+    assert store.feed_name(untitled) == "Its own title"
+    assert store.feed_name(untitled + 1000) is None
+    for health in store.feed_health():
+        assert store.feed_name(health.id) == (health.title or health.url)
+    assert store.has_category("News") and store.has_category("News/World")
+    assert store.has_category("Newsletters") and store.has_category("Tech")
+    assert not store.has_category("New") and not store.has_category("News/Wor")
+    assert not store.has_category("World")

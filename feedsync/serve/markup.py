@@ -137,6 +137,11 @@ def page_answer(
     return web.conditional(request, etag, None, HTML, lambda: layout(title, main, **options))
 
 
+def page_body(title: str, main: str, **options: str) -> web.Body:
+    """A page for ``web.keyed``, which tags it from the storage's content_key."""
+    return web.Body(layout(title, main, **options))
+
+
 def bad_request(message: str) -> web.Response:
     return web.text(400, message)
 

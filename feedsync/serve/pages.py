@@ -34,12 +34,12 @@ Why it is built the way it is:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from feedsync import __version__, timestamps
 from feedsync import terminal as t
-from feedsync import timestamps
 from feedsync.health import ENTRY_STATES, articles_line, entry_state_line, feed_health_line
 from feedsync.serve import chart, web
 from feedsync.serve.markup import (
@@ -53,6 +53,7 @@ from feedsync.serve.markup import (
     marked,
     original_link,
     page_answer,
+    page_body,
     positive,
     when,
 )
@@ -68,8 +69,8 @@ CSS = "text/css; charset=utf-8"
 
 #: articles on a page of the news and of a search
 PER_PAGE = 30
-#: a search counts its hits up to this many ("more than 300 found" beyond): the count
-#: costs the hits' snippets, and a Pi need not make a thousand to say "many"
+#: a search counts its hits up to this many ("more than 300 found" beyond), without
+#: their snippets (Reading.search_count); only the page's hits are made
 SEARCH_COUNTED = 300
 #: the furthest page of a search (each page asks for all the hits before it)
 SEARCH_PAGES = 100
@@ -90,6 +91,7 @@ class Pages:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.window = config.serve.window  # in the keyed ETags, as the feed documents'
         self.failing_after = config.poll.failing_after
         self.max_attempts = config.extract.max_attempts
 
@@ -105,6 +107,18 @@ class Pages:
         except ValueError as exc:
             return bad_request(str(exc))
         category = request.query.get("category") or None
+        return self._keyed(
+            storage, request, lambda: self._news(storage, request, before, feed_id, category)
+        )
+
+    def _news(
+        self,
+        storage: Storage,
+        request: web.Request,
+        before: int | None,
+        feed_id: int | None,
+        category: str | None,
+    ) -> web.Body | web.Response:
         try:
             items = storage.news_window(
                 feed_id=feed_id, category=category, before=before, limit=PER_PAGE + 1
@@ -115,21 +129,21 @@ class Pages:
         items = items[:PER_PAGE]
         heading = "News"
         if feed_id is not None:
-            name = next((f.title or f.url for f in storage.feed_health() if f.id == feed_id), None)
+            name = storage.feed_name(feed_id)
             if name is None:
                 return web.text(404, f"no feed {feed_id} (see /feeds)")
             heading = f"News from {name}"
         elif category is not None:
             heading = f"News in {category}"
-        parts = [
-            (i.id, i.title, i.feed_title, i.published, i.fetched_at, len(i.body)) for i in items
-        ]
         if not items:
             empty = "No articles" + (" older than that one." if before else " yet.")
             if before is None and feed_id is None and category is None:
+                # the entries waiting or failing are no articles: content_key may not
+                # move with them, so this page is tagged by what it says
                 empty += _not_there(storage)
-            main = f"<h1>{esc(heading)}</h1><p>{empty}</p>"
-            return page_answer(request, ["news", before, feed_id, category, empty], heading, main)
+                main = f"<h1>{esc(heading)}</h1><p>{empty}</p>"
+                return page_answer(request, ["news", empty], heading, main)
+            return page_body(heading, f"<h1>{esc(heading)}</h1><p>{empty}</p>")
         rows = [_news_item(item) for item in items]
         pager = ""
         if more or before is not None:
@@ -142,9 +156,7 @@ class Pages:
                 + "</nav>"
             )
         main = f'<h1>{esc(heading)}</h1><ol class="items">{"".join(rows)}</ol>{pager}'
-        return page_answer(
-            request, ["news", before, feed_id, category, more, parts], heading, main, here="/"
-        )
+        return page_body(heading, main, here="/")
 
     # ------------------------------------------------------------ /search
 
@@ -173,27 +185,7 @@ class Pages:
             main = f'<h1>Search</h1><p class="alert">{esc(str(exc))}</p>'
             page_bytes = layout("Search", main, query=query)
             return web.Response(400, HTML, page_bytes)
-        counted = max(page * PER_PAGE, SEARCH_COUNTED)
-        hits = storage.search(query, counted + 1, (t.MARK_ON, t.MARK_OFF))
-        total = len(hits)
-        shown = hits[(page - 1) * PER_PAGE : page * PER_PAGE]
-        if total > counted:
-            found = f"More than {counted} articles found"
-        else:
-            found = f"{t.plural(total, 'article')} found".capitalize()
-        if not shown and total:
-            found += f"; page {page} is past the last one"
-        blocks = [f'<h1>Search: {esc(query)}</h1><p class="count">{esc(found)}.</p>']
-        blocks.append(f'<ol class="items">{"".join(_hit_item(h) for h in shown)}</ol>')
-        prev = link("/search", q=query, page=page - 1 if page > 2 else None)
-        later = link("/search", q=query, page=page + 1)
-        nav = [
-            f'<a class="prev" href="{prev}">← Better matches</a>' if page > 1 else "<span></span>",
-            f'<a class="next" href="{later}">More →</a>' if total > page * PER_PAGE else "",
-        ]
-        blocks.append(f'<nav class="pages">{"".join(nav)}</nav>')
-        parts = ["search", query, page, total, [(h.id, h.title, h.snippet) for h in shown]]
-        return page_answer(request, parts, f"Search: {query}", "".join(blocks), query=query)
+        return self._keyed(storage, request, lambda: _search(storage, query, page))
 
     # ------------------------------------------------------------ /article/<id>
 
@@ -203,14 +195,27 @@ class Pages:
         ref = request.path.removeprefix("/article/").rstrip("/")
         if DIGITS.fullmatch(ref) is None:
             return web.text(404, f"no article {ref[:40]!r} (see / or /search)")
-        item = storage.news_get(int(ref))
-        if item is None:
-            return web.text(404, f"no article {ref} (see / or /search)")
-        feeds = storage.news_feeds(item.id)
-        parts = ["article", item, feeds]
-        return page_answer(
-            request, parts, t.clean(item.title, one_line=True), _article(item, feeds)
-        )
+
+        def answer() -> web.Body | web.Response:
+            item = storage.news_get(int(ref))
+            if item is None:
+                return web.text(404, f"no article {ref} (see / or /search)")
+            feeds = storage.news_feeds(item.id)
+            return page_body(t.clean(item.title, one_line=True), _article(item, feeds))
+
+        return self._keyed(storage, request, answer)
+
+    def _keyed(
+        self,
+        storage: Storage,
+        request: web.Request,
+        answer: Callable[[], web.Body | web.Response],
+    ) -> web.Response:
+        """A page made only of articles and feeds' names (what content_key covers):
+        its ETag from the key and the request, so a repeat request with it is a 304
+        before any article is read (``web.keyed``)."""
+        etag = web.key_etag(storage.content_key(), request, __version__, self.window)
+        return web.keyed(request, etag, HTML, answer)
 
     # ------------------------------------------------------------ /feeds
 
@@ -383,6 +388,31 @@ STYLE_ETAG = web.etag_of("style", STYLE)
 
 
 # ---------------------------------------------------------------- pieces
+
+
+def _search(storage: Storage, query: str, page: int) -> web.Body:
+    """A search's page of hits: counted up to :data:`SEARCH_COUNTED` (or this page's
+    last) without snippets, only this page's hits made."""
+    counted = max(page * PER_PAGE, SEARCH_COUNTED)
+    total = storage.search_count(query, counted + 1)
+    hits = storage.search(query, page * PER_PAGE, (t.MARK_ON, t.MARK_OFF))
+    shown = hits[(page - 1) * PER_PAGE : page * PER_PAGE]
+    if total > counted:
+        found = f"More than {counted} articles found"
+    else:
+        found = f"{t.plural(total, 'article')} found".capitalize()
+    if not shown and total:
+        found += f"; page {page} is past the last one"
+    blocks = [f'<h1>Search: {esc(query)}</h1><p class="count">{esc(found)}.</p>']
+    blocks.append(f'<ol class="items">{"".join(_hit_item(h) for h in shown)}</ol>')
+    prev = link("/search", q=query, page=page - 1 if page > 2 else None)
+    later = link("/search", q=query, page=page + 1)
+    nav = [
+        f'<a class="prev" href="{prev}">← Better matches</a>' if page > 1 else "<span></span>",
+        f'<a class="next" href="{later}">More →</a>' if total > page * PER_PAGE else "",
+    ]
+    blocks.append(f'<nav class="pages">{"".join(nav)}</nav>')
+    return page_body(f"Search: {query}", "".join(blocks), query=query)
 
 
 def _news_item(item: NewsItem) -> str:

@@ -15,7 +15,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from feedsync.serve import pages, syndication
+from feedsync.serve import pages, syndication, web
 from feedsync.serve.server import Route, Router
 
 if TYPE_CHECKING:
@@ -30,8 +30,9 @@ def router(config: Config) -> Router:
     """The route of a decoded path (None: no such page, a 404), for this config."""
     page = pages.Pages(config)
     window = config.serve.window
-    atom = functools.partial(syndication.feed_atom, window=window)
-    json_feed = functools.partial(syndication.feed_json, window=window)
+    dates = web.Dates()  # the Last-Modified the feed documents were sent with
+    atom = functools.partial(syndication.feed_atom, window=window, dates=dates)
+    json_feed = functools.partial(syndication.feed_json, window=window, dates=dates)
     # (pattern of the whole path, handler, page?), in web.py's order
     table: tuple[tuple[str, Handler, bool], ...] = (
         (r"/", page.news_page, True),

@@ -5,8 +5,9 @@ teaser the site's own feed carries.
 
 The renderers are pure (articles in, bytes out); the handlers (bound to their URLs,
 with ``[serve] window``, by feedsync/serve/routes.py) read through storage's Reading
-role only and answer through :func:`web.conditional`, so a reader polling every few
-minutes costs a 304 and no rendering while nothing changed.
+role only and answer through :func:`web.keyed`, so a reader polling every few
+minutes costs a 304 and no read of articles while nothing changed (the ETag comes from
+the storage's content_key and the request, known before the window is read).
 
 Everything in an article came from the internet: each text is escaped, and the
 characters XML 1.0 forbids (C0 controls but tab and newlines, lone surrogates, U+FFFE/F)
@@ -26,6 +27,7 @@ from email.utils import format_datetime
 from typing import TYPE_CHECKING, NamedTuple
 from xml.sax.saxutils import escape, quoteattr
 
+from feedsync import __version__
 from feedsync import opml as opml_paths
 from feedsync.records import FeedHealth, NewsItem
 from feedsync.serve import web
@@ -237,34 +239,35 @@ def select(storage: Storage, path: str, extension: str) -> Selection:
     stem = path.removesuffix(extension)
     if stem == "/feeds/all":
         return Selection("feedsync: all feeds", stem)
-    feeds = storage.feed_health()
     if stem.startswith("/feeds/category/"):
         name = stem.removeprefix("/feeds/category/")
-        if not name or not any(
-            f.category == name or (f.category or "").startswith(name + "/") for f in feeds
-        ):
+        if not name or not storage.has_category(name):
             raise BadRequest(404, f"no category {name!r}")
         return Selection(f"feedsync: {name}", stem, category=name)
     ref = stem.removeprefix("/feeds/")
-    if not ref.isdigit() or ref.startswith("0"):
+    if not ref.isdigit() or ref.startswith("0") or len(ref) > 18:
         raise BadRequest(404, f"no feed {ref!r}")
-    found = next((f for f in feeds if f.id == int(ref)), None)
+    found = storage.feed_name(int(ref))
     if found is None:
         raise BadRequest(404, f"no feed {ref}")
-    return Selection(f"feedsync: {found.title or found.url}", stem, feed_id=found.id)
+    return Selection(f"feedsync: {found}", stem, feed_id=int(ref))
+
+
+def before_of(request: web.Request) -> int | None:
+    """``?before=<article id>``: where a page after the first starts."""
+    raw = request.query.get("before")
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest(400, "before must be an article id")
+    return int(raw)
 
 
 def window_of(
-    storage: Storage, request: web.Request, selection: Selection, window: int
-) -> tuple[list[NewsItem], int | None]:
-    raw = request.query.get("before")
-    before: int | None = None
-    if raw is not None:
-        if not raw.isdigit() or len(raw) > 18:
-            raise BadRequest(400, "before must be an article id")
-        before = int(raw)
+    storage: Storage, selection: Selection, before: int | None, window: int
+) -> list[NewsItem]:
     try:
-        items = storage.news_window(
+        return storage.news_window(
             feed_id=selection.feed_id,
             category=selection.category,
             before=before,
@@ -272,7 +275,6 @@ def window_of(
         )
     except UnknownArticle as exc:
         raise BadRequest(400, f"before: {exc}") from None
-    return items, before
 
 
 def http_date(iso: str) -> str:
@@ -286,55 +288,66 @@ def _feed(
     content_type: str,
     render: Callable[[Document], bytes],
     window: int,
+    dates: web.Dates | None,
 ) -> web.Response:
+    """A feed document under conditional GET decided before any read but the storage's
+    content_key (``web.keyed``): a reader polling with the ETag (or the Last-Modified)
+    it got costs a 304 and no read of articles while nothing changed."""
     try:
-        selection = select(storage, request.path, extension)
-        items, before = window_of(storage, request, selection, window)
+        before = before_of(request)
     except BadRequest as exc:
         return web.text(exc.status, str(exc))
-    path = selection.path + extension
-    self_url = request.link(path, before=str(before)) if before is not None else request.link(path)
-    next_url = request.link(path, before=str(items[-1].id)) if len(items) == window else None
-    etag = web.etag_of(
-        extension,
-        selection,
-        before,
-        window,
-        request.base,
-        request.token,
-        [(i.id, i.fetched_at) for i in items],
-    )
-    newest = max((i.fetched_at for i in items), default=None)
-    last_modified = http_date(newest) if newest else None
 
-    def body() -> bytes:
+    def answer() -> web.Body | web.Response:
+        try:
+            selection = select(storage, request.path, extension)
+            items = window_of(storage, selection, before, window)
+        except BadRequest as exc:
+            return web.text(exc.status, str(exc))
+        path = selection.path + extension
+        self_url = (
+            request.link(path, before=str(before)) if before is not None else request.link(path)
+        )
+        next_url = request.link(path, before=str(items[-1].id)) if len(items) == window else None
         carried = storage.news_feeds_of([i.id for i in items])
         document = Document(
             selection, items, carried, self_url, request.link("/"), next_url, request.base
         )
-        return render(document)
+        newest = max((i.fetched_at for i in items), default=None)
+        return web.Body(render(document), http_date(newest) if newest else None)
 
-    return web.conditional(request, etag, last_modified, content_type, body)
+    etag = web.key_etag(storage.content_key(), request, __version__, window)
+    return web.keyed(request, etag, content_type, answer, dates=dates)
 
 
-def feed_atom(storage: Storage, request: web.Request, window: int = WINDOW) -> web.Response:
+def feed_atom(
+    storage: Storage,
+    request: web.Request,
+    window: int = WINDOW,
+    dates: web.Dates | None = None,
+) -> web.Response:
     """``/feeds/all.atom``, ``/feeds/<id>.atom``, ``/feeds/category/<folder>.atom``:
-    the newest ``window`` articles, full text; ``?before=<id>``: the page after it."""
-    return _feed(storage, request, ".atom", ATOM_TYPE, render_atom, window)
+    the newest ``window`` articles, full text; ``?before=<id>``: the page after it.
+    ``dates``: the server's memory of the Last-Modified it sent (``web.Dates``)."""
+    return _feed(storage, request, ".atom", ATOM_TYPE, render_atom, window, dates)
 
 
-def feed_json(storage: Storage, request: web.Request, window: int = WINDOW) -> web.Response:
+def feed_json(
+    storage: Storage,
+    request: web.Request,
+    window: int = WINDOW,
+    dates: web.Dates | None = None,
+) -> web.Response:
     """The same as JSON Feed 1.1 (``.json``)."""
-    return _feed(storage, request, ".json", JSON_TYPE, render_json, window)
+    return _feed(storage, request, ".json", JSON_TYPE, render_json, window, dates)
 
 
 def opml(storage: Storage, request: web.Request) -> web.Response:
-    """``/feeds.opml``: every feed's full-text Atom, in its folders, and all of them."""
-    feeds = storage.feed_health()
-    etag = web.etag_of(
-        "opml",
-        request.base,
-        request.token,
-        [(f.id, f.url, f.title, f.category) for f in feeds],
-    )
-    return web.conditional(request, etag, None, OPML_TYPE, lambda: render_opml(request, feeds))
+    """``/feeds.opml``: every feed's full-text Atom, in its folders, and all of them
+    (its ETag from content_key, which moves with a feed added, removed or renamed)."""
+
+    def answer() -> web.Body:
+        return web.Body(render_opml(request, storage.feed_health()))
+
+    etag = web.key_etag(storage.content_key(), request, __version__)
+    return web.keyed(request, etag, OPML_TYPE, answer)

@@ -27,6 +27,7 @@ Every URL takes ``?token=...`` when the server asks for one (feedsync/serve/acce
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -78,6 +79,35 @@ def etag_of(*parts: object) -> str:
     return f'"{digest}"'
 
 
+def key_etag(key: str, request: Request, *settings: object) -> str:
+    """A strong ETag known before any article is read: the storage's content_key (it
+    changes whenever articles or a feed's names change, ``Reading.content_key``), what
+    the request asked (its path and query, and the base and token the answer's links
+    carry) and ``settings`` (the code's version, ``[serve] window``). An answer made of
+    nothing else is the same whenever this tag is: a client that has it gets a 304
+    without a read (:func:`keyed`)."""
+    query = sorted(request.query.items())
+    return etag_of("key", key, request.path, query, request.base, request.token, *settings)
+
+
+def fresh(request: Request, etag: str, last_modified: str | None) -> bool:
+    """Whether the client already has this version: If-None-Match names the tag (or
+    ``*``), or, only when it sends no If-None-Match (RFC 9110 13.2.2), If-Modified-Since
+    is ``last_modified``."""
+    wanted = request.headers.get("if-none-match")
+    if wanted is not None:
+        tags = {t.strip().removeprefix("W/") for t in wanted.split(",")}
+        return etag in tags or "*" in tags
+    return bool(last_modified) and request.headers.get("if-modified-since") == last_modified
+
+
+def _validators(etag: str, last_modified: str | None, max_age: int) -> tuple[tuple[str, str], ...]:
+    headers = [("ETag", etag), ("Cache-Control", f"private, max-age={max_age}")]
+    if last_modified:
+        headers.append(("Last-Modified", last_modified))
+    return tuple(headers)
+
+
 def conditional(
     request: Request,
     etag: str,
@@ -90,20 +120,69 @@ def conditional(
     """Answer 304 when the client already has this version (If-None-Match wins over
     If-Modified-Since, RFC 9110 13.2.2), else render the body. ``last_modified``: an
     HTTP date (``email.utils.format_datetime(..., usegmt=True)``) or None."""
-    headers: list[tuple[str, str]] = [
-        ("ETag", etag),
-        ("Cache-Control", f"private, max-age={max_age}"),
-    ]
-    if last_modified:
-        headers.append(("Last-Modified", last_modified))
-    wanted = request.headers.get("if-none-match")
-    if wanted is not None:
-        tags = {t.strip().removeprefix("W/") for t in wanted.split(",")}
-        if etag in tags or "*" in tags:
-            return Response(304, content_type, b"", tuple(headers))
-    elif last_modified and request.headers.get("if-modified-since") == last_modified:
-        return Response(304, content_type, b"", tuple(headers))
-    return Response(200, content_type, render(), tuple(headers))
+    headers = _validators(etag, last_modified, max_age)
+    if fresh(request, etag, last_modified):
+        return Response(304, content_type, b"", headers)
+    return Response(200, content_type, render(), headers)
+
+
+class Body(NamedTuple):
+    """An answer :func:`keyed` tags: its bytes and, for a feed document, its
+    Last-Modified (an HTTP date)."""
+
+    body: bytes
+    last_modified: str | None = None
+
+
+class Dates:
+    """The Last-Modified of the answers this server made, by their :func:`key_etag`
+    (the same tag, the same answer, so the same date), a few hundred at most: a client
+    that sends If-Modified-Since alone gets its 304 without a read too, from the second
+    time on (the first, after a start, reads as before)."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._dates: dict[str, str] = {}  # in insertion order: the oldest goes first
+        self._lock = threading.Lock()
+
+    def get(self, etag: str) -> str | None:
+        with self._lock:
+            return self._dates.get(etag)
+
+    def put(self, etag: str, date: str) -> None:
+        with self._lock:
+            self._dates.pop(etag, None)
+            self._dates[etag] = date
+            while len(self._dates) > self._size:
+                del self._dates[next(iter(self._dates))]
+
+
+def keyed(
+    request: Request,
+    etag: str,
+    content_type: str,
+    answer: Callable[[], Body | Response],
+    *,
+    dates: Dates | None = None,
+    max_age: int = 60,
+) -> Response:
+    """Conditional GET decided before the answer is read: ``etag`` is a
+    :func:`key_etag`, so a client that has it (or, with ``dates``, the date it was
+    last made at) gets a 304 at the cost of the key alone; a repeat poll costs no read
+    of articles. Else ``answer()`` reads and renders: a :class:`Body` is the 200 under
+    that tag; a Response (an error, a page tagged by its own content) goes as it is."""
+    known = dates.get(etag) if dates is not None else None
+    if fresh(request, etag, known):
+        return Response(304, content_type, b"", _validators(etag, known, max_age))
+    made = answer()
+    if isinstance(made, Response):
+        return made
+    if dates is not None and made.last_modified:
+        dates.put(etag, made.last_modified)
+    headers = _validators(etag, made.last_modified, max_age)
+    if fresh(request, etag, made.last_modified):  # If-Modified-Since, its date not known
+        return Response(304, content_type, b"", headers)
+    return Response(200, content_type, made.body, headers)
 
 
 #: A handler: it reads through the storage the server opened (its read methods only:

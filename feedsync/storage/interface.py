@@ -90,6 +90,17 @@ class Feeds(Protocol):
         """Every feed and its polling health; with ``week_ago``, its articles' too."""
         ...
 
+    def feed_name(self, feed_id: int) -> str | None:
+        """What a feed is called, as ``feedsync feeds`` shows it: its owner's title for
+        it, else its own, else its URL; None when there is no such feed. One row, where
+        :meth:`feed_health` reads every feed (a feed's page, its full-text feeds)."""
+        ...
+
+    def has_category(self, category: str) -> bool:
+        """Whether a feed is in the folder ``category`` or a folder below it ("News"
+        covers "News/World", not "Newsletters"), as :meth:`Reading.news_window` reads it."""
+        ...
+
     def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
         """Enabled feeds (only those due by ``due_before`` when given), with their
         publishing since ``week_ago``."""
@@ -357,6 +368,12 @@ class Reading(Protocol):
     def search(self, query: str, limit: int, marks: tuple[str, str]) -> list[SearchHit]:
         """Full-text search over titles and bodies, best first; matches in the snippet
         between ``marks``."""
+        ...
+
+    def search_count(self, query: str, cap: int) -> int:
+        """How many hits :meth:`search` gives for ``query`` with ``limit=cap``: the same
+        articles, counted without their snippets (a search page's "N found": it shows
+        30 hits and counts up to 300)."""
         ...
 
     def export_news(self, since: str) -> Iterator[NewsItem]:

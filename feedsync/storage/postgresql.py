@@ -285,16 +285,30 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
         first match."""
         wanted = fulltext.parse(query)
         rows: dict[int, dict[str, Any]] = {}
-        for alternative in wanted.alternatives:
-            words = [w for term in alternative for w in term.words]
-            patterns = [fulltext.accent_pattern(word) for word in words]
-            first = patterns[max(range(len(words)), key=lambda i: len(words[i]))]
+        for first, patterns in _candidates(wanted):
             for r in self._read("news_search", first=first, patterns=patterns, limit=limit * 4):
                 rows.setdefault(int(r["id"]), dict(r))
         found = [r for r in rows.values() if wanted.matches(r["title"] + " " + r["body"])]
         found.sort(key=lambda r: (r["published"] or r["fetched_at"], r["id"]), reverse=True)
         found.sort(key=lambda r: not wanted.matches(r["title"]))  # stable: titles first
         return [search_hit(r, wanted, marks) for r in found[:limit]]
+
+    def search_count(self, query: str, cap: int) -> int:
+        """How many articles :meth:`search` would give with ``limit=cap``: the same
+        candidates, judged the same way, counted without a snippet (and without the
+        columns a hit shows); it stops at ``cap``."""
+        wanted = fulltext.parse(query)
+        texts: dict[int, str] = {}
+        for first, patterns in _candidates(wanted):
+            for r in self._read("news_search_texts", first=first, patterns=patterns, limit=cap * 4):
+                texts.setdefault(int(r["id"]), str(r["text"]))
+        found = 0
+        for text in texts.values():
+            if wanted.matches(text):
+                found += 1
+                if found >= cap:
+                    break
+        return found
 
     # ------------------------------------------------------------ feedsync migrate
 
@@ -327,3 +341,12 @@ class PostgreSQLStorage(PGStaging, SQLStorage):
             cursor.execute(self._q["news_export"], {"since": since})
             for row in cursor:
                 yield NewsItem(**row)
+
+
+def _candidates(wanted: fulltext.Query) -> Iterator[tuple[str, list[str]]]:
+    """(the pattern through the trigram index, every word's pattern) for each way the
+    query can match (sql/postgresql/news.sql: news_search)."""
+    for alternative in wanted.alternatives:
+        words = [w for term in alternative for w in term.words]
+        patterns = [fulltext.accent_pattern(word) for word in words]
+        yield patterns[max(range(len(words)), key=lambda i: len(words[i]))], patterns

@@ -237,11 +237,17 @@ class Term:
         """Where the term is in a folded text: at the start of a word (anywhere for CJK
         or a term starting with punctuation), the words of a phrase in order with
         anything but letters and digits between them."""
-        body = r"[\W_]+".join(re.escape(fold(w)) for w in self.words)
+        head = fold(self.words[0])
+        rest = "".join(r"[\W_]+" + re.escape(fold(w)) for w in self.words[1:])
         first = self.words[0][0]
         if first.isalnum() and not _cjk()[1].match(first):
-            return re.compile(r"(?<![^\W_])" + body)
-        return re.compile(body)
+            # "not after a letter or digit" is asked once the first word matched, by
+            # looking back over it to the character before: a pattern that starts
+            # with its word is searched for as a string, in C, ~30x faster on an
+            # article's text than one that starts with a lookbehind tried at every
+            # character (the judge of every search candidate, tests/test_search.py)
+            return re.compile(re.escape(head) + rf"(?<![^\W_][\s\S]{{{len(head)}}})" + rest)
+        return re.compile(re.escape(head) + rest)
 
 
 @dataclass(frozen=True)

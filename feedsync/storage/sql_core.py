@@ -81,6 +81,9 @@ class SQLCore:
     def export_news(self, since: str) -> Iterator[NewsItem]:
         raise NotImplementedError
 
+    def search_count(self, query: str, cap: int) -> int:
+        raise NotImplementedError
+
 
 def search_hit(row: Any, wanted: fulltext.Query, marks: tuple[str, str]) -> SearchHit:
     """One search result from an article row (id, url, title, published, feed_title,

@@ -140,6 +140,13 @@ class SQLFeeds(SQLCore):
             for r in self._read("feed_health")
         ]
 
+    def feed_name(self, feed_id: int) -> str | None:
+        rows = self._read("feed_name", id=feed_id)
+        return str(rows[0]["title"] or rows[0]["url"]) if rows else None
+
+    def has_category(self, category: str) -> bool:
+        return bool(self._read("category_feed", category=category))
+
     def feeds_to_poll(self, due_before: str | None = None, week_ago: str = "") -> list[Feed]:
         return [
             Feed(

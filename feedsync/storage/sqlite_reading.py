@@ -84,15 +84,46 @@ class SQLiteReading(SQLStorage):
         ]
         return [search_hit(r, wanted, marks) for r in ranked[:limit]]
 
+    def search_count(self, query: str, cap: int) -> int:
+        """How many articles :meth:`search` would give with ``limit=cap``: the same
+        candidates (the scan; each month's index, its ``cap * 4`` best) and the same
+        judge (``feedsync_matches``, in SQLite), counted where they are: no row leaves
+        SQLite, no snippet is cut, and it stops at ``cap``."""
+        if self._tokenizer is None:
+            self._tokenizer = fulltext.Tokenizer()
+        wanted = fulltext.parse(query)
+        match = fulltext.fts_match(wanted, self._tokenizer)
+        months = self._months()
+        self._register_matches()
+        text = {"query": wanted.text}
+        found = int(self._read("news_scan_count", cap=cap, **text)[0]["n"])
+        for month, after in months:
+            if found >= cap:
+                return cap
+            params = {"after": -1 if match is None else after, "cap": cap - found, **text}
+            found += int(self._month_rows("news_scan_month_count", month, params)[0]["n"])
+        if match is not None:
+            for month, _ in months:
+                if found >= cap:
+                    return cap
+                params = {"query": match, "text": wanted.text, "limit": cap * 4}
+                params["cap"] = cap - found
+                found += int(self._month_rows("card_search_count", month, params)[0]["n"])
+        return min(found, cap)
+
+    def _register_matches(self) -> None:
+        """``feedsync_matches(query, text)`` in this connection's SQL, once."""
+        if not self._matches_registered:
+            self._conn.create_function("feedsync_matches", 2, _matches, deterministic=True)
+            self._matches_registered = True
+
     def _scan(
         self, wanted: fulltext.Query, months: list[tuple[str, int]], everything: bool
     ) -> list[sqlite3.Row]:
         """The articles not in the search index yet that match (every article, when
         the index cannot narrow the query down): the query runs in SQLite as a
         function of the text (``feedsync_matches``), so only the matches leave it."""
-        if not self._matches_registered:
-            self._conn.create_function("feedsync_matches", 2, _matches, deterministic=True)
-            self._matches_registered = True
+        self._register_matches()
         params = {"query": wanted.text}
         rows = self._read("news_scan", **params)
         for month, after in months:

@@ -97,6 +97,17 @@ SELECT n.id, n.url, n.title, n.published, n.feed_title, n.fetched_at, n.body
           n.id DESC
  LIMIT :limit;
 
+-- name: news_search_texts
+-- search_count: news_search's candidates (the same condition, order and :limit), their
+-- text alone: Python judges each as search does, cuts no snippet.
+SELECT n.id, n.title || ' ' || n.body AS text
+  FROM news AS n
+ WHERE (n.title || ' ' || n.body) ~* :first
+   AND (n.title || ' ' || n.body) ~* ALL (:patterns)
+ ORDER BY n.title ~* ALL (:patterns) DESC, coalesce(n.published, n.fetched_at) DESC,
+          n.id DESC
+ LIMIT :limit;
+
 -- name: news_export
 -- Every field, oldest first, streamed (a server-side cursor).
 SELECT id, url, title, published, feed_title, author, language, fetched_at, body
