@@ -1,5 +1,6 @@
 """The request and response every handler of ``feedsync serve`` speaks, and the
-conditional GET they share. Pure: no socket, no storage.
+conditional GET they share (by the storage's content_key, and within the freshness
+window without it: :func:`keyed`, :class:`Recent`). Pure: no socket, no storage.
 
 The server (feedsync/serve/server.py) turns the bytes it received into a :class:`Request`
 only after the access check and the request's own checks passed, so a handler sees a
