@@ -21,10 +21,12 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import feedparser
+import httpx
 import lxml.html
 import pytest
-from conftest import BACKENDS
+from conftest import BACKENDS, FeedsyncEnv
 from servedb import FEEDS, START, extract_all, fill, poll
+from serving import Serving
 
 from feedsync import config as config_module
 from feedsync.records import Entry, ListedFeed
@@ -227,6 +229,48 @@ def test_with_fresh_0s_every_tag_asks_the_key(store: SQLStorage) -> None:
     assert titles_of(client.get("/feeds/all.atom", if_none_match=tag(first)))[0] == (
         "Stored right now"
     )
+
+
+def test_the_real_server_says_its_window_and_ends_it(fs: FeedsyncEnv) -> None:
+    """Through the real command ([serve] fresh = "2s", its real clock): a feed document
+    says its window in Cache-Control; polled with its tag after an article was stored,
+    it is a 304 (saying what is left of the window) until the window is over, then the
+    200 with the article (a deadline far beyond the window, no timing asserted)."""
+    fs.configure(serve={"fresh": "2s"})
+    store = SQLiteStorage.open(fs.db_path)
+    try:
+        world = fill(store, 10)[FEEDS[0].url]
+        running = Serving(fs, "serve", "--listen", "127.0.0.1:0", stub=False).started()
+        try:
+            with httpx.Client(base_url=running.base, timeout=30, trust_env=False) as client:
+                first = client.get("/feeds/all.atom")
+                assert first.status_code == 200
+                assert first.headers["cache-control"] == "private, max-age=2"
+                store_new_article(store, world, "Stored while served")
+                deadline = time.monotonic() + 60
+                while True:
+                    answer = client.get(
+                        "/feeds/all.atom", headers={"If-None-Match": first.headers["etag"]}
+                    )
+                    if answer.status_code != 304:
+                        break
+                    assert answer.headers["etag"] == first.headers["etag"]
+                    assert answer.headers["cache-control"] in (
+                        "private, max-age=0",
+                        "private, max-age=1",
+                        "private, max-age=2",
+                    )
+                    assert time.monotonic() < deadline, "the window never ended"
+                    time.sleep(0.2)
+                assert answer.status_code == 200
+                assert answer.headers["cache-control"] == "private, max-age=2"
+                titles = [e.title for e in feedparser.parse(answer.content).entries]
+                assert titles[0] == "Stored while served"
+        finally:
+            code, errors = running.stop()
+            assert code == 0, errors
+    finally:
+        store.close()
 
 
 def test_the_window_remembers_a_few_hundred_urls_the_oldest_dropped() -> None:
