@@ -164,6 +164,9 @@ class ServeConfig:
     idle_exit: timedelta = _key(values.duration, timedelta(minutes=5))
     # entries per feed document (Atom, JSON Feed) and per page
     window: int = _key(values.positive_int, 50)
+    # a repeat request for a page or feed document answered this long ago is a 304
+    # without a read (what a reader shows may be this old); "0s": always ask the key
+    fresh: timedelta = _key(values.duration, timedelta(minutes=1))
 
 
 @dataclass(frozen=True)
@@ -421,6 +424,8 @@ def from_dict(raw: Mapping[str, Any], source: Path | None = None) -> Config:
         raise fail("serve.token", "cannot be used with serve.token_file: keep one (the file)")
     if serve.idle_exit < timedelta(seconds=1):
         raise fail("serve.idle_exit", "must be at least 1s")
+    if timedelta(0) < serve.fresh < timedelta(seconds=1):
+        raise fail("serve.fresh", "must be 0s (no window) or at least 1s")
     daemon = DaemonConfig(**sections["daemon"])
     if daemon.tick < timedelta(seconds=1):
         raise fail("daemon.tick", "must be at least 1s")

@@ -8,7 +8,7 @@ Before feedsync.serve.routes is imported, ``feedsync.serve.pages`` and
 ``feedsync.serve.syndication`` are this file's modules (sys.modules), so the real route
 table, server, access check and command run with handlers that say plainly what they
 saw: the articles the storage holds, the request's token, its query. Their shape is the
-handler modules': ``pages.Pages(config)``'s methods, ``syndication``'s functions.
+handler modules': ``pages.Pages(config, recent)``'s methods, ``syndication``'s functions.
 """
 
 from __future__ import annotations
@@ -72,28 +72,28 @@ def stylesheet(storage: Storage, request: Request) -> Response:
     return conditional(request, etag_of("css"), None, "text/css", lambda: b"body{}\n")
 
 
-def feed_atom(storage: Storage, request: Request, window: int = 50) -> Response:
+def feed_atom(storage: Storage, request: Request, window: int = 50, **_: object) -> Response:
     link = request.link(request.path)
     body = f'<feed xmlns="http://www.w3.org/2005/Atom"><link rel="self" href="{link}"/></feed>'
     return Response(200, "application/atom+xml", body.encode())
 
 
-def feed_json(storage: Storage, request: Request, window: int = 50) -> Response:
+def feed_json(storage: Storage, request: Request, window: int = 50, **_: object) -> Response:
     return Response(
         200, "application/feed+json", b'{"version": "https://jsonfeed.org/version/1.1"}'
     )
 
 
-def opml(storage: Storage, request: Request) -> Response:
+def opml(storage: Storage, request: Request, **_: object) -> Response:
     body = f'<opml><body><outline xmlUrl="{request.link("/feeds/all.atom")}"/></body></opml>'
     return Response(200, "text/x-opml", body.encode())
 
 
 class Pages:
     """serve-pages' shape: the page handlers as methods of one object made from the
-    config (here: this file's functions)."""
+    config and the freshness window (here: this file's functions, which keep none)."""
 
-    def __init__(self, config: object) -> None:
+    def __init__(self, config: object, recent: object = None) -> None:
         self.news_page = news_page
         self.search_page = search_page
         self.article_page = article_page

@@ -200,3 +200,19 @@ def test_the_serve_section_is_read() -> None:
         config.from_dict({"serve": {"token": TOKEN, "token_file": "/x"}})
     with pytest.raises(config.ConfigError, match=r"serve\.listen: expected an IP address"):
         config.from_dict({"serve": {"listen": "localhost:8470"}})
+
+
+def test_the_freshness_window_is_read_and_a_bad_one_named() -> None:
+    """``[serve] fresh``: a minute by default, "0s" none; anything but a duration,
+    or one under a second, is one line naming the key."""
+    assert config.from_dict({}).serve.fresh.total_seconds() == 60
+    assert config.from_dict({"serve": {"fresh": "90s"}}).serve.fresh.total_seconds() == 90
+    assert config.from_dict({"serve": {"fresh": "0s"}}).serve.fresh.total_seconds() == 0
+    for bad, said in (
+        ("a minute", r'expected a duration like "90s", "30m" or "24h", got "a minute"'),
+        (60, r'expected a duration string like "90s"'),
+        ("500ms", r"must be 0s \(no window\) or at least 1s"),
+    ):
+        with pytest.raises(config.ConfigError, match=rf"^serve\.fresh: {said}") as caught:
+            config.from_dict({"serve": {"fresh": bad}})
+        assert "\n" not in str(caught.value), bad

@@ -4,21 +4,29 @@ Last-Modified) is a 304 decided from the storage's content_key before any articl
 read (on SQLite the statements the storage ran say so); after a new article, a feed
 renamed or moved to another folder, or articles removed by retention, the same tag gets
 a 200 with what changed. Through the server's own route table (feedsync/serve/routes.py),
-handlers called with real requests on real databases. And a search beyond 300 hits."""
+handlers called with real requests on real databases. And a search beyond 300 hits.
+
+The freshness window ([serve] fresh): within it, the tag an URL's answer carried is a
+304 without any statement at all, though an article was stored since; after it (the
+window's clock injected), the key decides again. The other tests here set fresh = "0s"
+(``Client``): they follow each change as soon as it is stored."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import feedparser
+import httpx
 import lxml.html
 import pytest
-from conftest import BACKENDS
+from conftest import BACKENDS, FeedsyncEnv
 from servedb import FEEDS, START, extract_all, fill, poll
+from serving import Serving
 
 from feedsync import config as config_module
 from feedsync.records import Entry, ListedFeed
@@ -46,11 +54,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLStorage
 
 class Client:
     """A reader of one server's answers: the real route table, as ``feedsync serve``
-    builds it from a default config, on one storage."""
+    builds it from a config (the default's but ``[serve] fresh``), on one storage.
 
-    def __init__(self, store: SQLStorage) -> None:
+    ``fresh``: "0s" by default here, no freshness window, so that every request with a
+    tag asks the key (these tests follow each change as it is stored); the window's own
+    tests set it, with ``clock`` (seconds) the window's clock."""
+
+    def __init__(
+        self, store: SQLStorage, fresh: str = "0s", clock: Callable[[], float] | None = None
+    ) -> None:
         self.store = store
-        self.route = routes.router(config_module.from_dict({}))
+        config = config_module.from_dict({"serve": {"fresh": fresh}})
+        self.route = routes.router(config, clock=clock or time.monotonic)
 
     def get(self, target: str, **headers: str) -> web.Response:
         split = urlsplit(target)
@@ -121,6 +136,160 @@ def test_an_unchanged_page_or_feed_is_a_304_without_reading_an_article(
             assert full and any("news" in s or "feeds" in s for s in full), target
         other = client.get(target, if_none_match='"something-else"')
         assert other.status == 200 and other.body == first.body, target
+
+
+class Clock:
+    """The freshness window's clock, moved by the test: seconds."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def store_new_article(store: SQLStorage, world: int, title: str) -> None:
+    """An article stored as the daemon's pass stores one: the database's key moves."""
+    later = START + timedelta(days=2)
+    poll(store, world, [Entry(f"https://site.example/{title}", title, None)], later)
+    extract_all(store, later)
+
+
+def test_within_the_window_a_repeat_tag_is_a_304_without_any_read(store: SQLStorage) -> None:
+    """[serve] fresh = 1m: a request with the tag an URL's answer carried less than a
+    minute ago is a 304 though an article was stored since (the daemon's pass): the
+    storage is not asked at all, not even for its key; Cache-Control says how long is
+    left of the minute. After the minute the key decides: the 200 with the new article
+    (and a key-checked 304 for an unchanged database starts a new minute)."""
+    ids = fill(store, ARTICLES)
+    world = ids[FEEDS[0].url]
+    clock = Clock()
+    client = Client(store, fresh="1m", clock=clock)
+    watched = targets(store, ids)
+    first = {target: client.get(target) for target in watched}
+    for target, answer in first.items():
+        assert dict(answer.headers)["Cache-Control"] == "private, max-age=60", target
+    dated = {t: dict(first[t].headers)["Last-Modified"] for t in watched if ".atom" in t}
+
+    store_new_article(store, world, "Stored during the minute")
+    clock.now += 20
+    for target in watched:
+        again, ran = client.traced(target, if_none_match=tag(first[target]))
+        assert (again.status, again.body) == (304, b""), target
+        assert dict(again.headers)["ETag"] == tag(first[target])
+        assert dict(again.headers)["Cache-Control"] == "private, max-age=40", target
+        assert ran in ([], None), (target, ran)  # no statement at all
+    for target, date in dated.items():  # If-Modified-Since alone, a feed reader's way
+        since, ran = client.traced(target, if_modified_since=date)
+        assert since.status == 304 and ran in ([], None), (target, ran)
+    # the window answers only a tag it gave: another is asked of the storage, and a
+    # request without one reads as ever (the new article is there)
+    other = client.get("/feeds/all.atom", if_none_match='"an-older-tag"')
+    assert titles_of(other)[0] == "Stored during the minute"
+    assert titles_of(client.get("/?category=News"))[0] == "Stored during the minute"
+
+    clock.now += 40  # the minute is over: the key decides
+    for target in ("/", f"/?feed={world}", "/feeds/all.atom", f"/feeds/{world}.json"):
+        after, ran = client.traced(target, if_none_match=tag(first[target]))
+        assert titles_of(after)[0] == "Stored during the minute", target
+        assert dict(after.headers)["Cache-Control"] == "private, max-age=60"
+        if ran is not None:
+            assert any("meta" in s for s in ran) and len(ran) > 1, (target, ran)
+    assert "Stored during the minute" in titles_of(
+        client.get("/search?q=minute", if_none_match=tag(first["/search?q=story"]))
+    )
+
+    # nothing stored since: the key's 304 after a window starts the next one
+    now_tag = tag(client.get("/feeds/all.atom"))
+    clock.now += 61
+    keyed, ran = client.traced("/feeds/all.atom", if_none_match=now_tag)
+    assert keyed.status == 304 and dict(keyed.headers)["Cache-Control"] == "private, max-age=60"
+    if ran is not None:
+        assert len(ran) == 1 and "meta" in ran[0], ran
+    clock.now += 30
+    store_new_article(store, world, "Stored in the next minute")
+    windowed, ran = client.traced("/feeds/all.atom", if_none_match=now_tag)
+    assert windowed.status == 304 and ran in ([], None), ran
+
+
+def test_with_fresh_0s_every_tag_asks_the_key(store: SQLStorage) -> None:
+    """[serve] fresh = "0s": no window, today's conditional GET: the key read for every
+    request with a tag, the new article's 200 right after it is stored, and
+    Cache-Control no-cache (a client asks every time)."""
+    ids = fill(store, ARTICLES)
+    world = ids[FEEDS[0].url]
+    client = Client(store, fresh="0s", clock=Clock())
+    first = client.get("/feeds/all.atom")
+    assert dict(first.headers)["Cache-Control"] == "private, no-cache"
+    again, ran = client.traced("/feeds/all.atom", if_none_match=tag(first))
+    assert again.status == 304 and dict(again.headers)["Cache-Control"] == "private, no-cache"
+    if ran is not None:
+        assert len(ran) == 1 and "meta" in ran[0], ran
+    store_new_article(store, world, "Stored right now")
+    assert titles_of(client.get("/feeds/all.atom", if_none_match=tag(first)))[0] == (
+        "Stored right now"
+    )
+
+
+def test_the_real_server_says_its_window_and_ends_it(fs: FeedsyncEnv) -> None:
+    """Through the real command ([serve] fresh = "2s", its real clock): a feed document
+    says its window in Cache-Control; polled with its tag after an article was stored,
+    it is a 304 (saying what is left of the window) until the window is over, then the
+    200 with the article (a deadline far beyond the window, no timing asserted)."""
+    fs.configure(serve={"fresh": "2s"})
+    store = SQLiteStorage.open(fs.db_path)
+    try:
+        world = fill(store, 10)[FEEDS[0].url]
+        running = Serving(fs, "serve", "--listen", "127.0.0.1:0", stub=False).started()
+        try:
+            with httpx.Client(base_url=running.base, timeout=30, trust_env=False) as client:
+                first = client.get("/feeds/all.atom")
+                assert first.status_code == 200
+                assert first.headers["cache-control"] == "private, max-age=2"
+                store_new_article(store, world, "Stored while served")
+                deadline = time.monotonic() + 60
+                while True:
+                    answer = client.get(
+                        "/feeds/all.atom", headers={"If-None-Match": first.headers["etag"]}
+                    )
+                    if answer.status_code != 304:
+                        break
+                    assert answer.headers["etag"] == first.headers["etag"]
+                    assert answer.headers["cache-control"] in (
+                        "private, max-age=0",
+                        "private, max-age=1",
+                        "private, max-age=2",
+                    )
+                    assert time.monotonic() < deadline, "the window never ended"
+                    time.sleep(0.2)
+                assert answer.status_code == 200
+                assert answer.headers["cache-control"] == "private, max-age=2"
+                titles = [e.title for e in feedparser.parse(answer.content).entries]
+                assert titles[0] == "Stored while served"
+        finally:
+            code, errors = running.stop()
+            assert code == 0, errors
+    finally:
+        store.close()
+
+
+def test_the_window_remembers_a_few_hundred_urls_the_oldest_dropped() -> None:
+    """web.Recent: per URL (path, query, base, token), 512 at most by default."""
+    clock = Clock()
+    recent = web.Recent(timedelta(minutes=1), size=2, clock=clock)
+
+    def url(path: str, token: str | None = None, **query: str) -> web.Request:
+        return web.Request("GET", path, query, {}, BASE, token)
+
+    recent.put(url("/a"), '"a"', None, clock.now)
+    recent.put(url("/a", page="2"), '"a2"', None, clock.now)
+    assert recent.get(url("/a", token="t")) is None  # another URL: its links differ
+    recent.put(url("/b"), '"b"', None, clock.now)
+    assert recent.get(url("/a")) is None  # the oldest, dropped
+    found = recent.get(url("/a", page="2"))
+    assert found is not None and found[0].etag == '"a2"'
+    clock.now += 60
+    assert recent.get(url("/b")) is None  # a minute after: over
 
 
 def test_a_feed_document_since_its_last_modified_is_a_304_without_a_read(

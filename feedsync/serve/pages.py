@@ -89,9 +89,12 @@ class Pages:
     """The page handlers, with what they need of the config. Every public method but
     the constructor is a :data:`feedsync.serve.web.Handler`."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, recent: web.Recent = web.NO_WINDOW) -> None:
         self.config = config
         self.window = config.serve.window  # in the keyed ETags, as the feed documents'
+        # the server's freshness window ([serve] fresh, feedsync/serve/routes.py makes
+        # it); the default: none, every request with a tag asks the key
+        self.recent = recent
         self.failing_after = config.poll.failing_after
         self.max_attempts = config.extract.max_attempts
 
@@ -213,9 +216,13 @@ class Pages:
     ) -> web.Response:
         """A page made only of articles and feeds' names (what content_key covers):
         its ETag from the key and the request, so a repeat request with it is a 304
-        before any article is read (``web.keyed``)."""
-        etag = web.key_etag(storage.content_key(), request, __version__, self.window)
-        return web.keyed(request, etag, HTML, answer)
+        before any article is read, and within the freshness window before the key is
+        (``web.keyed``)."""
+
+        def tag() -> str:
+            return web.key_etag(storage.content_key(), request, __version__, self.window)
+
+        return web.keyed(request, tag, HTML, answer, recent=self.recent)
 
     # ------------------------------------------------------------ /feeds
 

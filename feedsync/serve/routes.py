@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import re
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from feedsync.serve import pages, syndication, web
@@ -26,13 +28,18 @@ if TYPE_CHECKING:
 _FEEDS = r"/feeds/(?:all|\d{1,18}|category/[^/]+(?:/[^/]+)*)"
 
 
-def router(config: Config) -> Router:
-    """The route of a decoded path (None: no such page, a 404), for this config."""
-    page = pages.Pages(config)
+def router(config: Config, *, clock: Callable[[], float] = time.monotonic) -> Router:
+    """The route of a decoded path (None: no such page, a 404), for this config.
+    ``clock``: the freshness window's (``[serve] fresh``, ``web.Recent``), seconds."""
+    # one window for every keyed answer: the news pages, an article, a search, the
+    # feed documents and the OPML (not /feeds, /failed, /status: tagged by content)
+    recent = web.Recent(config.serve.fresh, clock=clock)
+    page = pages.Pages(config, recent)
     window = config.serve.window
     dates = web.Dates()  # the Last-Modified the feed documents were sent with
-    atom = functools.partial(syndication.feed_atom, window=window, dates=dates)
-    json_feed = functools.partial(syndication.feed_json, window=window, dates=dates)
+    atom = functools.partial(syndication.feed_atom, window=window, dates=dates, recent=recent)
+    json_feed = functools.partial(syndication.feed_json, window=window, dates=dates, recent=recent)
+    opml = functools.partial(syndication.opml, recent=recent)
     # (pattern of the whole path, handler, page?), in web.py's order
     table: tuple[tuple[str, Handler, bool], ...] = (
         (r"/", page.news_page, True),
@@ -44,7 +51,7 @@ def router(config: Config) -> Router:
         (r"/style\.css", page.stylesheet, False),
         (_FEEDS + r"\.atom", atom, False),
         (_FEEDS + r"\.json", json_feed, False),
-        (r"/feeds\.opml", syndication.opml, False),
+        (r"/feeds\.opml", opml, False),
     )
     compiled = [(re.compile(pattern), handler, is_page) for pattern, handler, is_page in table]
 

@@ -289,10 +289,12 @@ def _feed(
     render: Callable[[Document], bytes],
     window: int,
     dates: web.Dates | None,
+    recent: web.Recent,
 ) -> web.Response:
     """A feed document under conditional GET decided before any read but the storage's
     content_key (``web.keyed``): a reader polling with the ETag (or the Last-Modified)
-    it got costs a 304 and no read of articles while nothing changed."""
+    it got costs a 304 and no read of articles while nothing changed, and no read at
+    all within the freshness window of the document's last answer (``recent``)."""
     try:
         before = before_of(request)
     except BadRequest as exc:
@@ -316,8 +318,10 @@ def _feed(
         newest = max((i.fetched_at for i in items), default=None)
         return web.Body(render(document), http_date(newest) if newest else None)
 
-    etag = web.key_etag(storage.content_key(), request, __version__, window)
-    return web.keyed(request, etag, content_type, answer, dates=dates)
+    def tag() -> str:
+        return web.key_etag(storage.content_key(), request, __version__, window)
+
+    return web.keyed(request, tag, content_type, answer, dates=dates, recent=recent)
 
 
 def feed_atom(
@@ -325,11 +329,13 @@ def feed_atom(
     request: web.Request,
     window: int = WINDOW,
     dates: web.Dates | None = None,
+    recent: web.Recent = web.NO_WINDOW,
 ) -> web.Response:
     """``/feeds/all.atom``, ``/feeds/<id>.atom``, ``/feeds/category/<folder>.atom``:
     the newest ``window`` articles, full text; ``?before=<id>``: the page after it.
-    ``dates``: the server's memory of the Last-Modified it sent (``web.Dates``)."""
-    return _feed(storage, request, ".atom", ATOM_TYPE, render_atom, window, dates)
+    ``dates``: the server's memory of the Last-Modified it sent (``web.Dates``);
+    ``recent``: its freshness window (``web.Recent``; the default: none)."""
+    return _feed(storage, request, ".atom", ATOM_TYPE, render_atom, window, dates, recent)
 
 
 def feed_json(
@@ -337,17 +343,23 @@ def feed_json(
     request: web.Request,
     window: int = WINDOW,
     dates: web.Dates | None = None,
+    recent: web.Recent = web.NO_WINDOW,
 ) -> web.Response:
     """The same as JSON Feed 1.1 (``.json``)."""
-    return _feed(storage, request, ".json", JSON_TYPE, render_json, window, dates)
+    return _feed(storage, request, ".json", JSON_TYPE, render_json, window, dates, recent)
 
 
-def opml(storage: Storage, request: web.Request) -> web.Response:
+def opml(
+    storage: Storage, request: web.Request, recent: web.Recent = web.NO_WINDOW
+) -> web.Response:
     """``/feeds.opml``: every feed's full-text Atom, in its folders, and all of them
-    (its ETag from content_key, which moves with a feed added, removed or renamed)."""
+    (its ETag from content_key, which moves with a feed added, removed or renamed;
+    ``recent``: the freshness window, as the feed documents')."""
 
     def answer() -> web.Body:
         return web.Body(render_opml(request, storage.feed_health()))
 
-    etag = web.key_etag(storage.content_key(), request, __version__)
-    return web.keyed(request, etag, OPML_TYPE, answer)
+    def tag() -> str:
+        return web.key_etag(storage.content_key(), request, __version__)
+
+    return web.keyed(request, tag, OPML_TYPE, answer, recent=recent)

@@ -1,5 +1,6 @@
 """The request and response every handler of ``feedsync serve`` speaks, and the
-conditional GET they share. Pure: no socket, no storage.
+conditional GET they share (by the storage's content_key, and within the freshness
+window without it: :func:`keyed`, :class:`Recent`). Pure: no socket, no storage.
 
 The server (feedsync/serve/server.py) turns the bytes it received into a :class:`Request`
 only after the access check and the request's own checks passed, so a handler sees a
@@ -27,8 +28,11 @@ Every URL takes ``?token=...`` when the server asks for one (feedsync/serve/acce
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
+import time
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -101,8 +105,10 @@ def fresh(request: Request, etag: str, last_modified: str | None) -> bool:
     return bool(last_modified) and request.headers.get("if-modified-since") == last_modified
 
 
-def _validators(etag: str, last_modified: str | None, max_age: int) -> tuple[tuple[str, str], ...]:
-    headers = [("ETag", etag), ("Cache-Control", f"private, max-age={max_age}")]
+def _validators(
+    etag: str, last_modified: str | None, cache_control: str
+) -> tuple[tuple[str, str], ...]:
+    headers = [("ETag", etag), ("Cache-Control", cache_control)]
     if last_modified:
         headers.append(("Last-Modified", last_modified))
     return tuple(headers)
@@ -120,7 +126,7 @@ def conditional(
     """Answer 304 when the client already has this version (If-None-Match wins over
     If-Modified-Since, RFC 9110 13.2.2), else render the body. ``last_modified``: an
     HTTP date (``email.utils.format_datetime(..., usegmt=True)``) or None."""
-    headers = _validators(etag, last_modified, max_age)
+    headers = _validators(etag, last_modified, f"private, max-age={max_age}")
     if fresh(request, etag, last_modified):
         return Response(304, content_type, b"", headers)
     return Response(200, content_type, render(), headers)
@@ -157,29 +163,122 @@ class Dates:
                 del self._dates[next(iter(self._dates))]
 
 
+class Remembered(NamedTuple):
+    """What :class:`Recent` holds of one URL's last keyed answer."""
+
+    etag: str
+    last_modified: str | None
+    made_at: float  # the clock's reading just before the key was read for it
+
+
+class Recent:
+    """The freshness window (``[serve] fresh``), as HTTP caches and micro-caching
+    servers keep one: per URL (its path and query, and the base and token its links
+    carry: what :func:`key_etag` holds of the request), the tag its last keyed answer
+    carried and when that answer was made (or confirmed by the key). For ``fresh``
+    after, a request with that tag is a 304 without any read of the storage, not even
+    the key (:func:`keyed`); after it, the key decides as before. So a reader polling
+    every second while the daemon saves articles (each save a new key) costs one read
+    a URL a window, not one a poll; what it shows may be up to ``fresh`` old, which
+    Cache-Control says (``max-age``: what is left of the window).
+
+    A few hundred URLs at most (the oldest dropped), like :class:`Dates`; ``clock``:
+    seconds, monotonic (the wall clock may jump when the Pi's clock is set), injected
+    by the tests. ``fresh`` 0: no window, and Cache-Control says no-cache."""
+
+    def __init__(
+        self,
+        fresh: timedelta,
+        size: int = 512,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.seconds = max(0.0, fresh.total_seconds())
+        self.clock = clock
+        self._size = size
+        self._urls: dict[tuple[object, ...], Remembered] = {}  # the oldest first
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _url(request: Request) -> tuple[object, ...]:
+        return (request.path, tuple(sorted(request.query.items())), request.base, request.token)
+
+    def get(self, request: Request) -> tuple[Remembered, float] | None:
+        """The URL's last answer and the seconds left of its window, while it lasts."""
+        if not self.seconds:
+            return None
+        with self._lock:
+            known = self._urls.get(self._url(request))
+        if known is None:
+            return None
+        left = known.made_at + self.seconds - self.clock()
+        return (known, left) if left > 0 else None
+
+    def put(self, request: Request, etag: str, last_modified: str | None, made_at: float) -> None:
+        if not self.seconds:
+            return
+        url = self._url(request)
+        with self._lock:
+            self._urls.pop(url, None)
+            self._urls[url] = Remembered(etag, last_modified, made_at)
+            while len(self._urls) > self._size:
+                del self._urls[next(iter(self._urls))]
+
+    def forget(self, request: Request) -> None:
+        """The URL answered something else (a 404: the article is gone): its last tag
+        gets no 304 from the window."""
+        with self._lock:
+            self._urls.pop(self._url(request), None)
+
+    def cache_control(self, left: float | None = None) -> str:
+        """For an answer made now (``left`` None) or from the window (``left``: its
+        seconds left, rounded down): a client's cache keeps it no longer than the
+        server would answer 304 without asking the storage."""
+        if not self.seconds:
+            return "private, no-cache"
+        return f"private, max-age={math.floor(self.seconds if left is None else left)}"
+
+
+#: no window: every request with a tag asks the key (a handler called on its own)
+NO_WINDOW = Recent(timedelta(0))
+
+
 def keyed(
     request: Request,
-    etag: str,
+    tag: Callable[[], str],
     content_type: str,
     answer: Callable[[], Body | Response],
     *,
     dates: Dates | None = None,
-    max_age: int = 60,
+    recent: Recent = NO_WINDOW,
 ) -> Response:
-    """Conditional GET decided before the answer is read: ``etag`` is a
-    :func:`key_etag`, so a client that has it (or, with ``dates``, the date it was
-    last made at) gets a 304 at the cost of the key alone; a repeat poll costs no read
-    of articles. Else ``answer()`` reads and renders: a :class:`Body` is the 200 under
-    that tag; a Response (an error, a page tagged by its own content) goes as it is."""
-    known = dates.get(etag) if dates is not None else None
-    if fresh(request, etag, known):
-        return Response(304, content_type, b"", _validators(etag, known, max_age))
+    """Conditional GET decided before the answer is read. Within ``recent``'s window
+    of the URL's last answer, a client that has its tag is a 304 without any read.
+    Else ``tag()`` reads the key (a :func:`key_etag`), so a client that has it (or,
+    with ``dates``, the date it was last made at) gets a 304 at the cost of the key
+    alone; a repeat poll costs no read of articles. Else ``answer()`` reads and
+    renders: a :class:`Body` is the 200 under that tag; a Response (an error, a page
+    tagged by its own content) goes as it is."""
+    remembered = recent.get(request)
+    if remembered is not None:
+        known, left = remembered
+        if fresh(request, known.etag, known.last_modified):
+            validators = _validators(known.etag, known.last_modified, recent.cache_control(left))
+            return Response(304, content_type, b"", validators)
+    made_at = recent.clock()  # before the key: the answer is at least as new as this
+    etag = tag()
+    cache_control = recent.cache_control()
+    last_modified = dates.get(etag) if dates is not None else None
+    if fresh(request, etag, last_modified):
+        recent.put(request, etag, last_modified, made_at)
+        return Response(304, content_type, b"", _validators(etag, last_modified, cache_control))
     made = answer()
     if isinstance(made, Response):
+        recent.forget(request)
         return made
     if dates is not None and made.last_modified:
         dates.put(etag, made.last_modified)
-    headers = _validators(etag, made.last_modified, max_age)
+    recent.put(request, etag, made.last_modified, made_at)
+    headers = _validators(etag, made.last_modified, cache_control)
     if fresh(request, etag, made.last_modified):  # If-Modified-Since, its date not known
         return Response(304, content_type, b"", headers)
     return Response(200, content_type, made.body, headers)
