@@ -18,7 +18,7 @@ nine tenths of the days), feed 1 SMALL (1% of the articles).
    column. The stylesheet, which reads no
    database, is the server's own floor. The driver also times the storage read of a
    feed's page in-process by each plan (sql_reading.PLAN): the walk, the only plan before
-   version 11, against the feed's own links.
+   the choice of plan per page, against the feed's own links.
 2. Memory: the serve process's RSS and PSS once it answers, and after the timed requests.
 3. The daemon's pass with a reader beside it: a ``feedsync run`` on a copy of the archive
    polling the ``serve_feeds`` feeds of a World (every feed with entries new to it, their
@@ -396,7 +396,7 @@ def _result(
             digits=1,
         )
     result.row(
-        "card bytes written per hourly save: with the feed index (version 11) vs without",
+        "card bytes written per hourly save: with an index of links by feed (tried, given up) vs without",
         "KB",
         [b / 1e3 for b in saves["with"]],
         [b / 1e3 for b in saves["without"]],
@@ -454,7 +454,7 @@ def _result(
         "freshness window's ([serve] fresh, 1m: no read), one a minute the key's.",
         "Storage reads: news_window of a feed's first page (50 articles) in the builder's "
         "process, the plan news_window chose against the walk through the newest articles "
-        "(the only plan before schema version 11); by the feed's own links in "
+        "(the only plan before the choice of plan per page); by the feed's own links in "
         "details.storage_read_ms too.",
         f"Memory: the serve process's VmRSS {mb(memory_start[0]):.1f} MB once it answered, "
         f"{mb(memory_end[0]):.1f} MB after the timed requests (PSS {mb(memory_start[1]):.1f} "
