@@ -396,7 +396,8 @@ def _result(
             digits=1,
         )
     result.row(
-        "card bytes written per hourly save: with an index of links by feed (tried, given up) vs without",
+        "card bytes written per hourly save: with an index of links by feed (tried, given up) "
+        "vs without",
         "KB",
         [b / 1e3 for b in saves["with"]],
         [b / 1e3 for b in saves["without"]],
