@@ -175,3 +175,20 @@ def test_a_term_is_found_where_a_word_begins_and_nowhere_else() -> None:
         )
         found = [m.span() for m in Term(words).pattern.finditer(text)]
         assert found == [m.span() for m in rule(words).finditer(text)], (text, words)
+
+
+def test_marks_come_off_as_one_pass_of_the_table_would_take_them() -> None:
+    """fold's accent stripping (a ``str.replace`` per distinct character that loses a
+    mark) gives what one ``translate`` through the table gives, whatever the script:
+    Latin, Cyrillic (й), kana with a voicing mark (が), symbols (≠)."""
+    import random
+
+    from feedsync.storage.search import _BARE, _strip_marks, fold
+
+    rng = random.Random(5)
+    pool = [*"aeiouÉéèüÜñçÅåйЙёがガぱ≠∉ßİΣς漢字 .,-_’—", "\u212b", "e\u0301", "\ufb2a"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+        folded = text.casefold() if len(text.casefold()) == len(text) else text
+        assert _strip_marks(folded) == folded.translate(_BARE), repr(text)
+        assert len(fold(text)) == len(text)

@@ -170,7 +170,24 @@ def fold(text: str) -> str:
         return text.translate(_FOLD)
     if _ACCENTED.search(folded) is None:
         return folded  # no letter that can carry an accent (most Japanese, say)
-    return folded.translate(_BARE)
+    return _strip_marks(folded)
+
+
+def _strip_marks(folded: str) -> str:
+    """``folded.translate(_BARE)``, faster: the distinct characters that lose a mark are
+    replaced, each by one ``str.replace`` in C. ``translate`` looked every character up
+    in the table from Python's side: an English article with one accented name took
+    0.2-0.5 ms, 3-4x this (most of a search's judging, bench scenario 11)."""
+    changed = {}
+    for char in set(folded):
+        bare = _BARE[ord(char)]
+        if bare != char:
+            changed[char] = bare
+    if not changed.keys().isdisjoint(changed.values()):
+        return folded.translate(_BARE)  # a base that loses a mark too: one pass, as ever
+    for char, bare in changed.items():
+        folded = folded.replace(char, bare)
+    return folded
 
 
 class _BareTable(dict[int, str]):
