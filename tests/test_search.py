@@ -4,7 +4,10 @@ the scan of what is not indexed yet) and on PostgreSQL, through the real CLI."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import sitegen
@@ -192,3 +195,97 @@ def test_marks_come_off_as_one_pass_of_the_table_would_take_them() -> None:
         folded = text.casefold() if len(text.casefold()) == len(text) else text
         assert _strip_marks(folded) == folded.translate(_BARE), repr(text)
         assert len(fold(text)) == len(text)
+
+
+WORDS = ("storm", "Stormy", "ferry", "harbour", "bridge", "café", "winter", "quay", "the")
+
+
+def _story(rng: random.Random, n: int) -> tuple[str, str]:
+    title = f"Story {n}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 3)))
+    body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) + "."
+    return title, body
+
+
+def _search_as_before(store: Any, query: str, limit: int) -> list[Any]:
+    """SQLite's search as it was until every candidate's row was read and judged, one
+    statement each: the reference the lazy judging must agree with, hit for hit."""
+    from feedsync.storage import search as fulltext
+    from feedsync.storage.base import search_hit
+
+    if store._tokenizer is None:
+        store._tokenizer = fulltext.Tokenizer()
+    wanted = fulltext.parse(query)
+    match = fulltext.fts_match(wanted, store._tokenizer)
+    months = store._months()
+    scanned = store._scan(wanted, months, everything=match is None)
+    found: list[tuple[float, int]] = []
+    if match is not None:
+        for month, _ in months:
+            rows = store._month_rows("card_search", month, {"query": match, "limit": limit * 4})
+            found += [(float(r["score"]), int(r["id"])) for r in rows]
+    indexed = []
+    seen = {int(r["id"]) for r in scanned}
+    for _, article in sorted(found):
+        if article in seen:
+            continue
+        rows = store._conn.execute(
+            "SELECT id, url, title, published, feed_title, fetched_at, body"
+            " FROM news_all WHERE id = ?",
+            (article,),
+        ).fetchall()
+        if rows and wanted.matches(str(rows[0]["title"]) + " " + str(rows[0]["body"])):
+            indexed.append(rows[0])
+            seen.add(article)
+    newest = sorted(scanned, key=lambda r: r["published"] or r["fetched_at"], reverse=True)
+    titled = [r for r in newest if wanted.matches(r["title"])]
+    titled += [r for r in indexed if wanted.matches(r["title"])]
+    titled += [r for r in newest if not wanted.matches(r["title"])]
+    titled += [r for r in indexed if not wanted.matches(r["title"])]
+    return [search_hit(r, wanted, ("[", "]")) for r in titled[:limit]]
+
+
+def test_sqlite_search_reads_and_judges_only_what_it_needs_and_finds_the_same(
+    tmp_path: Path,
+) -> None:
+    """Only the texts a page of hits needs are read and judged (titles first decide the
+    order): the hits, their order and their snippets are those of judging every
+    candidate, for any limit, on an archive of indexed and not yet indexed articles."""
+    import random
+
+    from feedsync import timestamps
+    from feedsync.config import StorageConfig
+    from feedsync.storage.sqlite import SQLiteStorage
+
+    rng = random.Random(3)
+    (tmp_path / "home").mkdir()
+    env = FeedsyncEnv(root=tmp_path)
+    with LocalServer() as server:
+        items = []
+        feed = server.url("/feeds/news.xml")
+        for n in range(48):
+            if n == 40:  # the rest arrive after the index was built: found by the scan
+                store = SQLiteStorage.open(StorageConfig(db=env.db_path, card=None))
+                try:
+                    store._card_db().index_all(timestamps.to_iso(timestamps.now()))
+                finally:
+                    store.close()
+            title, body = _story(rng, n)
+            items.append(Item(title, server.set(f"/articles/{n}", page(title, body))))
+            if n % 8 == 7:
+                server.set(
+                    "/feeds/news.xml", sitegen.rss2("News", feed, items), "application/rss+xml"
+                )
+                if n == 7:
+                    env.configure([feed])
+                env.run("run")
+    store = SQLiteStorage.open(StorageConfig(db=env.db_path, card=None))
+    try:
+        queries = ["storm", "storm -ferry", "harbour OR bridge", '"winter storm"', "cafe",
+                   "sto*", "council", "-storm council", "ferry quay -the"]  # fmt: skip
+        for query in queries:
+            for limit in (1, 2, 3, 5, 8, 13, 60):
+                got = store.search(query, limit, ("[", "]"))
+                assert got == _search_as_before(store, query, limit), (query, limit)
+        assert len(store.search("council", 60, ("[", "]"))) == 48
+    finally:
+        store.close()

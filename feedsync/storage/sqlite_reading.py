@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from feedsync.storage import search as fulltext
 from feedsync.storage.base import SQLStorage, search_hit
 
 T = TypeVar("T")
+Row = sqlite3.Row | dict[str, Any]
 
 
 class SQLiteReading(SQLStorage):
@@ -50,7 +52,9 @@ class SQLiteReading(SQLStorage):
         each month's index on the card (best first, by bm25 with title hits weighing
         more), and through a scan of the articles not indexed yet (the live database's,
         a month's newest); titles that match first. The index narrows down, the text
-        decides (``Query.matches``): the answer is PostgreSQL's."""
+        decides (``Query.matches``): the answer is PostgreSQL's. The candidates' titles
+        are read in one statement, their texts only as far as the page needs them
+        (:meth:`_judged`)."""
         if self._tokenizer is None:
             self._tokenizer = fulltext.Tokenizer()
         wanted = fulltext.parse(query)
@@ -62,27 +66,53 @@ class SQLiteReading(SQLStorage):
             for month, _ in months:
                 rows = self._month_rows("card_search", month, {"query": match, "limit": limit * 4})
                 found += [(float(r["score"]), int(r["id"])) for r in rows]
-        indexed: list[sqlite3.Row] = []
         seen = {int(r["id"]) for r in scanned}
-        for _, article in sorted(found):
-            if article in seen:
-                continue
-            rows = self._read("news_hits", id=article)
-            if rows and wanted.matches(str(rows[0]["title"]) + " " + str(rows[0]["body"])):
-                indexed.append(rows[0])
-                seen.add(article)
+        order = [a for a in dict.fromkeys(a for _, a in sorted(found)) if a not in seen]
+        heads: dict[int, sqlite3.Row] = {}
+        for row in self._read("news_hit_heads", ids=json.dumps(order)):
+            heads.setdefault(int(row["id"]), row)
+        candidates = [heads[a] for a in order if a in heads]
 
-        def in_title(row: sqlite3.Row) -> bool:
+        def in_title(row: Row) -> bool:
             return wanted.matches(str(row["title"]))
+
+        titled: list[Row] = []
+        untitled: list[Row] = []
+        for row in candidates:
+            (titled if in_title(row) else untitled).append(row)
 
         newest_first = sorted(
             scanned, key=lambda r: r["published"] or r["fetched_at"], reverse=True
         )
-        ranked = [r for r in newest_first if in_title(r)] + [r for r in indexed if in_title(r)]
-        ranked += [r for r in newest_first if not in_title(r)] + [
-            r for r in indexed if not in_title(r)
-        ]
+        ranked: list[Row] = [r for r in newest_first if in_title(r)]
+        ranked += self._judged(wanted, titled, limit - len(ranked))
+        ranked += [r for r in newest_first if not in_title(r)]
+        ranked += self._judged(wanted, untitled, limit - len(ranked))
         return [search_hit(r, wanted, marks) for r in ranked[:limit]]
+
+    def _judged(self, wanted: fulltext.Query, heads: list[Row], want: int) -> list[Row]:
+        """The first ``want`` of the index's candidates ``heads`` (in their order) whose
+        text matches, as rows with their texts: only as many texts are read and judged
+        as it takes, a few statements in all. Every candidate's row was read (one
+        statement each) and its text judged before, though a page shows 30: 480 of them
+        for "government" on bench scenario 11's 100,000 articles, 134 ms of the search.
+        The answer is the same: which hits come first depends only on the titles
+        (judged for every candidate) and, in the candidates' order, on whether each
+        text matches."""
+        out: list[Row] = []
+        at = 0
+        while len(out) < want and at < len(heads):
+            batch = heads[at : at + 2 * (want - len(out)) + 8]
+            at += len(batch)
+            ids = json.dumps([int(r["id"]) for r in batch])
+            bodies = {int(r["id"]): str(r["body"]) for r in self._read("news_hit_bodies", ids=ids)}
+            for head in batch:
+                body = bodies.get(int(head["id"]))
+                if body is not None and wanted.matches(str(head["title"]) + " " + body):
+                    out.append({**dict(head), "body": body})
+                    if len(out) == want:
+                        break
+        return out
 
     def search_count(self, query: str, cap: int) -> int:
         """How many articles :meth:`search` would give with ``limit=cap``: the same
