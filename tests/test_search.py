@@ -289,3 +289,34 @@ def test_sqlite_search_reads_and_judges_only_what_it_needs_and_finds_the_same(
         assert len(store.search("council", 60, ("[", "]"))) == 48
     finally:
         store.close()
+
+
+def test_an_ascii_query_judges_english_with_typographic_punctuation_as_the_fold_does() -> None:
+    """The shortcut for English with curly quotes and dashes (each a space to an ASCII
+    term) gives the judge's answer on the folded text, for words, phrases, prefixes,
+    exclusions and ORs, in texts with and without accents, "ß" and kana too."""
+    from feedsync.storage.search import _ACCENTED, _PUNCTUATION, fold, parse
+
+    for code in [0xA0, 0xAB, 0xBB, *range(0x2000, 0x2070)]:
+        char = chr(code)
+        assert _PUNCTUATION.fullmatch(char) and not char.isalnum() and char != "_"
+        assert char.casefold() == char and not _ACCENTED.search(char), hex(code)
+    assert _PUNCTUATION.search("\u009f\u00aa\u00b5\u2070") is None
+    rng = random.Random(11)
+    pool = [*"ab ab.'-_1", "ab", "ba", "\u2019", "\u201c", "\u2014", "\u00a0", "\u00ab",
+            "\u2026", "é", "É", "ß", "が", "\u212a", "K"]  # fmt: skip
+    words = ["ab", "ba", "a", "b1", "ab'ab", "a-b", "k", "ss", "e"]
+    for _ in range(4000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            word = rng.choice(words)
+            if rng.random() < 0.3:
+                word = f'"{word} {rng.choice(words)}"'
+            parts.append(rng.choice(["", "", "-", "NOT ", "OR "]) + word + rng.choice(["", "*"]))
+        try:
+            query = parse(" ".join(parts))
+        except ValueError:
+            continue
+        assert query.ascii
+        assert query.matches(text) == query.root.matches(fold(text)), (text, query.text)
