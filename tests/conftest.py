@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pgserver
 import pytest
@@ -29,6 +29,9 @@ import sitegen
 from fakedns import fake_dns  # noqa: F401 (the fixture: DNS answers and public addresses)
 
 from feedsync.localserver import LocalServer
+
+if TYPE_CHECKING:
+    from feedsync.storage.base import SQLStorage
 
 # The real-world corpus (never copied into the repo); FEEDSYNC_CORPUS overrides where it is.
 CORPUS = Path(
@@ -530,3 +533,18 @@ def on_a_terminal(
         output += chunk
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), output.decode("utf-8", "replace")
+
+
+@pytest.fixture(params=BACKENDS)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SQLStorage]:
+    """A way to open the same database again, on each engine: what a second process (or
+    the same one after a restart) sees of it: a new storage object on one SQLite file, or
+    on the test's PostgreSQL database."""
+    if request.param == "sqlite":
+        from feedsync.storage.sqlite import SQLiteStorage
+
+        return lambda: SQLiteStorage.open(tmp_path / "feedsync.db")
+    from feedsync.storage.postgresql import PostgreSQLStorage
+
+    url: str = request.getfixturevalue("pg_url")
+    return lambda: PostgreSQLStorage.open(url)

@@ -10,24 +10,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-from conftest import BACKENDS
 from servedb import FEEDS, START, extract_all, fill, poll
 
 from feedsync.records import Entry, ListedFeed
 from feedsync.storage.base import SQLStorage
 from feedsync.storage.sqlite import SQLiteStorage
 from feedsync.timestamps import to_iso
-
-
-@pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SQLStorage]:
-    if request.param == "sqlite":
-        return lambda: SQLiteStorage.open(tmp_path / "feedsync.db")
-    from feedsync.storage.postgresql import PostgreSQLStorage
-
-    url: str = request.getfixturevalue("pg_url")
-    return lambda: PostgreSQLStorage.open(url)
 
 
 class Keys:

@@ -34,7 +34,6 @@ from feedsync.politeness.gate import HostGate
 from feedsync.politeness.holds import HostHolds
 from feedsync.politeness.ticket import Ticket
 from feedsync.storage.base import SQLStorage
-from feedsync.storage.sqlite import SQLiteStorage
 
 # ---------------------------------------------------------------- the gate
 
@@ -275,16 +274,6 @@ async def wait_for(condition: Callable[[], bool], deadline: float = 10.0) -> Non
 
 
 # ---------------------------------------------------------------- the storage
-
-
-@pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SQLStorage]:
-    if request.param == "sqlite":
-        return lambda: SQLiteStorage.open(tmp_path / "feedsync.db")
-    from feedsync.storage.postgresql import PostgreSQLStorage
-
-    url: str = request.getfixturevalue("pg_url")
-    return lambda: PostgreSQLStorage.open(url)
 
 
 @pytest.fixture

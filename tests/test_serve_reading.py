@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import BACKENDS
 from servedb import FEEDS, START, FeedSpec, extract_all, feed_ids, fill, grow, poll
 
 from feedsync.records import Entry, NewsItem
@@ -21,16 +20,6 @@ from feedsync.storage_errors import UnknownArticle
 from feedsync.timestamps import to_iso
 
 ARTICLES = 60
-
-
-@pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SQLStorage]:
-    if request.param == "sqlite":
-        return lambda: SQLiteStorage.open(tmp_path / "feedsync.db")
-    from feedsync.storage.postgresql import PostgreSQLStorage
-
-    url: str = request.getfixturevalue("pg_url")
-    return lambda: PostgreSQLStorage.open(url)
 
 
 @pytest.fixture
