@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from feedsync.storage import Storage
@@ -140,6 +140,36 @@ class Body(NamedTuple):
     last_modified: str | None = None
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Bounded(Generic[K, V]):
+    """What the server remembers across requests, ``size`` entries at most (the one put
+    longest ago dropped first), under a lock: connection threads share it. The memory
+    of :class:`Dates` and :class:`Recent`."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[K, V] = {}  # in insertion order: the oldest goes first
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = value
+            while len(self._entries) > self._size:
+                del self._entries[next(iter(self._entries))]
+
+    def forget(self, key: K) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+
 class Dates:
     """The Last-Modified of the answers this server made, by their :func:`key_etag`
     (the same tag, the same answer, so the same date), a few hundred at most: a client
@@ -147,20 +177,13 @@ class Dates:
     time on (the first, after a start, reads as before)."""
 
     def __init__(self, size: int = 512) -> None:
-        self._size = size
-        self._dates: dict[str, str] = {}  # in insertion order: the oldest goes first
-        self._lock = threading.Lock()
+        self._dates: Bounded[str, str] = Bounded(size)
 
     def get(self, etag: str) -> str | None:
-        with self._lock:
-            return self._dates.get(etag)
+        return self._dates.get(etag)
 
     def put(self, etag: str, date: str) -> None:
-        with self._lock:
-            self._dates.pop(etag, None)
-            self._dates[etag] = date
-            while len(self._dates) > self._size:
-                del self._dates[next(iter(self._dates))]
+        self._dates.put(etag, date)
 
 
 class Remembered(NamedTuple):
@@ -194,9 +217,7 @@ class Recent:
     ) -> None:
         self.seconds = max(0.0, fresh.total_seconds())
         self.clock = clock
-        self._size = size
-        self._urls: dict[tuple[object, ...], Remembered] = {}  # the oldest first
-        self._lock = threading.Lock()
+        self._urls: Bounded[tuple[object, ...], Remembered] = Bounded(size)
 
     @staticmethod
     def _url(request: Request) -> tuple[object, ...]:
@@ -206,8 +227,7 @@ class Recent:
         """The URL's last answer and the seconds left of its window, while it lasts."""
         if not self.seconds:
             return None
-        with self._lock:
-            known = self._urls.get(self._url(request))
+        known = self._urls.get(self._url(request))
         if known is None:
             return None
         left = known.made_at + self.seconds - self.clock()
@@ -216,18 +236,12 @@ class Recent:
     def put(self, request: Request, etag: str, last_modified: str | None, made_at: float) -> None:
         if not self.seconds:
             return
-        url = self._url(request)
-        with self._lock:
-            self._urls.pop(url, None)
-            self._urls[url] = Remembered(etag, last_modified, made_at)
-            while len(self._urls) > self._size:
-                del self._urls[next(iter(self._urls))]
+        self._urls.put(self._url(request), Remembered(etag, last_modified, made_at))
 
     def forget(self, request: Request) -> None:
         """The URL answered something else (a 404: the article is gone): its last tag
         gets no 304 from the window."""
-        with self._lock:
-            self._urls.pop(self._url(request), None)
+        self._urls.forget(self._url(request))
 
     def cache_control(self, left: float | None = None) -> str:
         """For an answer made now (``left`` None) or from the window (``left``: its
